@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/sidetree/wallet"
+	"github.com/anchord/anchord/internal/store"
+	"github.com/anchord/anchord/internal/store/sqlitestore"
+)
+
+// TestAdminDeadLettersCLI parks an operation in a running anchord's store, then lists, retries
+// and drops dead letters with `anchord admin dead-letters` over the admin API, with a token.
+func TestAdminDeadLettersCLI(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	addr := anchordtest.FreeAddr(t)
+	p := anchordtest.StartProcess(t, anchordtest.ProcessConfig{
+		Args: []string{"serve", "--host-url", addr, "--batch-writer-timeout", "100ms", "--admin-token", "t0ken"}, Dir: dir, Addr: addr,
+	})
+	p.WaitHealthy(30 * time.Second)
+
+	// Two parked operations, written by a second connection to the same database (as the queue
+	// would after max attempts).
+	st, err := sqlitestore.Open(context.Background(), sqlitestore.Config{DataDir: dir + "/data"})
+	require.NoError(t, err)
+	id, req, err := wallet.New(wallet.Config{}).Create()
+	require.NoError(t, err)
+	keep, err := st.DeadLetterInsert(context.Background(), store.DeadLetter{Kind: store.DeadLetterOperation, Ref: "op-a", Payload: req, Reason: "max attempts reached: cas down", Attempts: 30, History: []string{"attempt 30: cas down"}})
+	require.NoError(t, err)
+	junk, err := st.DeadLetterInsert(context.Background(), store.DeadLetter{Kind: store.DeadLetterOperation, Ref: "op-b", Payload: []byte("{}"), Reason: "invalid operation", Attempts: 1})
+	require.NoError(t, err)
+	st.Close()
+
+	admin := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		env := func(k string) (string, bool) {
+			switch k {
+			case "ANCHORD_TARGET":
+				return "http://" + addr, true
+			case "ANCHORD_ADMIN_TOKEN":
+				return "t0ken", true
+			}
+			return "", false
+		}
+		code := runWithEnv(append([]string{"admin", "dead-letters"}, args...), env, &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+
+	code, out, errOut := admin("list")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "op-a")
+	require.Contains(t, out, "max attempts reached: cas down")
+	require.Contains(t, out, "op-b")
+
+	code, out, errOut = admin("list", "--json", "--limit", "1")
+	require.Equal(t, 0, code, errOut)
+	require.True(t, strings.HasPrefix(out, `{"deadLetters":[`), out)
+
+	code, out, errOut = admin("retry", strconv.FormatInt(keep, 10))
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "retried")
+	c := newClient(addr)
+	anchordtest.Eventually(t, 30*time.Second, 20*time.Millisecond, func() bool {
+		status, _, err := c.resolve(id.DID())
+		return err == nil && status == http.StatusOK
+	}, "the retried create never became resolvable")
+
+	code, _, errOut = admin("retry", strconv.FormatInt(junk, 10))
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "not_retryable")
+
+	code, out, errOut = admin("drop", strconv.FormatInt(junk, 10))
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "dropped")
+	code, out, _ = admin("list")
+	require.Equal(t, 0, code)
+	require.NotContains(t, out, "op-b")
+
+	var out2, errOut2 bytes.Buffer
+	require.Equal(t, 1, runWithEnv([]string{"admin", "dead-letters", "list", "--target", "http://" + addr}, func(string) (string, bool) { return "", false }, &out2, &errOut2))
+	require.Contains(t, errOut2.String(), "401 unauthorized")
+}

@@ -1,0 +1,119 @@
+// Command anchord is the Sidetree batch writer and anchoring server. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/anchord/anchord/internal/admin"
+	"github.com/anchord/anchord/internal/config"
+	"github.com/anchord/anchord/internal/daemon"
+	"github.com/anchord/anchord/internal/devledger"
+	"github.com/anchord/anchord/internal/loadgen"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+const usage = `anchord — Sidetree batch writer and anchoring server
+
+Usage:
+  anchord serve [parameters]    run the server (anchord serve --help lists every parameter)
+  anchord loadgen [parameters]  load an anchord with generated operations (anchord loadgen --help)
+  anchord admin dead-letters list|retry|drop   inspect and retry parked items of a running anchord
+  anchord devledger [parameters]               a development Sawtooth REST API (a stand-in, not a ledger)
+  anchord version               print the version
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	return runWithEnv(args, config.LookupEnv, stdout, stderr)
+}
+
+func runWithEnv(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], lookupEnv, stdout, stderr)
+	case "loadgen":
+		return loadgenCmd(args[1:], lookupEnv, stdout, stderr)
+	case "admin":
+		return admin.Run(args[1:], lookupEnv, stdout, stderr)
+	case "devledger":
+		return devledger.Command(args[1:], lookupEnv, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, version)
+		return 0
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "anchord: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+func serve(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
+	cfg, err := config.Load(args, lookupEnv, stdout)
+	if errors.Is(err, config.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "anchord serve: %v\n", err)
+		return 2
+	}
+	logger := newLogger(cfg, stderr)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// After the first signal starts the ordered shutdown, a second one kills at once.
+		<-ctx.Done()
+		stop()
+	}()
+	if err := daemon.Run(ctx, cfg, daemon.Options{Logger: logger, Version: version}); err != nil {
+		logger.Error("anchord failed", "error", err)
+		return 1
+	}
+	return 0
+}
+
+func loadgenCmd(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
+	cfg, err := loadgen.Load(args, lookupEnv, stdout)
+	if errors.Is(err, config.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "anchord loadgen: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if _, err := loadgen.Run(ctx, cfg, stdout); err != nil {
+		fmt.Fprintf(stderr, "anchord loadgen: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(strings.ToUpper(cfg.LogLevel)))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

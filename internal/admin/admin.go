@@ -1,0 +1,199 @@
+// Package admin is the `anchord admin` command: an HTTP client of a running anchord's admin API
+// (/admin/v1), so that whatever it changes goes through the server that owns the queue.
+//
+//	anchord admin dead-letters list  [--kind K] [--after ID] [--limit N]
+//	anchord admin dead-letters retry ID...
+//	anchord admin dead-letters drop  ID...
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/anchord/anchord/internal/config"
+	"github.com/anchord/anchord/internal/httpapi"
+)
+
+// Defaults.
+const (
+	TargetDefault = "http://127.0.0.1:8080"
+	LimitDefault  = 100
+)
+
+type options struct {
+	Target string
+	Token  string
+	Kind   string
+	After  int64
+	Limit  int
+	JSON   bool
+}
+
+func (o *options) params() []config.Param {
+	return []config.Param{
+		config.String(&o.Target, "target", "base URL of the anchord to administer"),
+		config.Secret(&o.Token, "admin-token", "bearer token of the admin API, if the server requires one"),
+		config.String(&o.Kind, "kind", "list only this kind: operation, message or ledger_batch"),
+		config.Int64(&o.After, "after", "list dead letters with an id above this"),
+		config.Int(&o.Limit, "limit", "list at most this many"),
+		config.Bool(&o.JSON, "json", "print JSON instead of a table"),
+	}
+}
+
+const usage = `Usage:
+  anchord admin dead-letters list  [--kind K] [--after ID] [--limit N] [--json]
+  anchord admin dead-letters retry ID...
+  anchord admin dead-letters drop  ID...
+Common parameters: --target URL (ANCHORD_TARGET), --admin-token TOKEN (ANCHORD_ADMIN_TOKEN).
+`
+
+// Run executes `anchord admin …` and returns the process exit code.
+func Run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
+	if len(args) < 2 || args[0] != "dead-letters" {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	verb := args[1]
+	o := options{Target: TargetDefault, Limit: LimitDefault}
+	var ids []string
+	rest := args[2:]
+	for len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		ids, rest = append(ids, rest[0]), rest[1:]
+	}
+	if err := config.Parse("admin dead-letters "+verb, rest, lookupEnv, o.params(), stdout); err != nil {
+		if errors.Is(err, config.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "anchord admin: %v\n", err)
+		return 2
+	}
+	c := &client{base: strings.TrimRight(o.Target, "/"), token: o.Token, http: &http.Client{Timeout: 30 * time.Second}}
+	ctx := context.Background()
+	var err error
+	switch verb {
+	case "list":
+		err = c.list(ctx, o, stdout)
+	case "retry", "drop":
+		if len(ids) == 0 {
+			fmt.Fprintf(stderr, "anchord admin: %s needs at least one dead letter id\n", verb)
+			return 2
+		}
+		err = c.each(ctx, verb, ids, stdout)
+	default:
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "anchord admin: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+type client struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+func (c *client) do(ctx context.Context, method, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var eb httpapi.ErrorBody
+		if json.Unmarshal(body, &eb) == nil && eb.Code != "" {
+			return nil, fmt.Errorf("%s %s: %d %s: %s", method, path, resp.StatusCode, eb.Code, eb.Message)
+		}
+		return nil, fmt.Errorf("%s %s: %s", method, path, resp.Status)
+	}
+	return body, nil
+}
+
+func (c *client) list(ctx context.Context, o options, out io.Writer) error {
+	q := url.Values{}
+	if o.Kind != "" {
+		q.Set("kind", o.Kind)
+	}
+	q.Set("after", strconv.FormatInt(o.After, 10))
+	q.Set("limit", strconv.Itoa(o.Limit))
+	body, err := c.do(ctx, http.MethodGet, "/admin/v1/dead-letters?"+q.Encode())
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		_, err = out.Write(body)
+		return err
+	}
+	var page httpapi.DeadLetterPage
+	if err := json.Unmarshal(body, &page); err != nil {
+		return fmt.Errorf("decode dead letters: %w", err)
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKIND\tREF\tATTEMPTS\tPARKED\tREASON")
+	for _, d := range page.DeadLetters {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.Kind, d.Ref, d.Attempts, d.CreatedAt.Format(time.RFC3339), oneLine(d.Reason))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if page.Next != nil {
+		fmt.Fprintf(out, "more: --after %d\n", *page.Next)
+	}
+	return nil
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return s
+}
+
+func (c *client) each(ctx context.Context, verb string, ids []string, out io.Writer) error {
+	var failed []string
+	for _, id := range ids {
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err != nil || n <= 0 {
+			failed = append(failed, fmt.Sprintf("%s: not a dead letter id", id))
+			continue
+		}
+		path := fmt.Sprintf("/admin/v1/dead-letters/%d", n)
+		method := http.MethodDelete
+		if verb == "retry" {
+			path, method = path+"/retry", http.MethodPost
+		}
+		if _, err := c.do(ctx, method, path); err != nil {
+			failed = append(failed, err.Error())
+			continue
+		}
+		fmt.Fprintf(out, "%s %d\n", map[string]string{"retry": "retried", "drop": "dropped"}[verb], n)
+	}
+	if len(failed) > 0 {
+		return errors.New(strings.Join(failed, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,15 @@
+// Package anchor records anchors: for each Sidetree batch the batch writer built, the Writer
+// assembles the anchor record (anchor string, core index CID, the previous anchor of every DID
+// in the batch, time) and hands it to the configured Backend inside the batch writer's
+// transaction — the same transaction that acks the batch's operations.
+//
+// Backends decide how an anchor becomes final:
+//
+//	local    the domain signs the record with its Ed25519 key; the anchor is complete at once.
+//	ledger   the anchor waits (pending) for a ledger to commit it; a submitter delivers it and a
+//	         status poller completes or fails it (package submitter).
+//	witness  (not built) would offer the record to witness domains and complete on their proofs.
+//
+// An anchor is observed (its operations indexed per DID) only once complete. An anchor that
+// fails gives its operations back to the queue (DESIGN.md durability chain, link 4).
+package anchor

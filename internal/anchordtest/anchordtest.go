@@ -1,0 +1,153 @@
+// Package anchordtest holds helpers shared by every package's tests: the goleak TestMain wrapper,
+// a slog logger that writes to t.Log, WaitOrTimeout, and the environment-gated URLs of the real
+// services (PostgreSQL, RabbitMQ) that integration tests use.
+//
+// It is imported only from _test.go files and from other *test packages.
+package anchordtest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// Environment variables read by tests. The README's test command (scripts/test) sets all three.
+const (
+	EnvDatabaseURL     = "ANCHORD_TEST_DATABASE_URL"
+	EnvAMQPURL         = "ANCHORD_TEST_AMQP_URL"
+	EnvRequireServices = "ANCHORD_TEST_REQUIRE_SERVICES"
+)
+
+// WrapTestMain runs the package's tests and then fails if any goroutine leaked.
+func WrapTestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// The pgx pool's background health checker and the sqlite driver's connection cleaner
+		// stop asynchronously after Close returns.
+		goleak.IgnoreTopFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).backgroundHealthCheck"),
+		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"),
+	)
+}
+
+// RequireServices reports whether a missing service must fail the test instead of skipping it.
+func RequireServices() bool {
+	v := strings.TrimSpace(os.Getenv(EnvRequireServices))
+	return v != "" && v != "0" && !strings.EqualFold(v, "false")
+}
+
+// DatabaseURL returns the PostgreSQL URL for tests. Without one it skips the test, or fails it
+// when ANCHORD_TEST_REQUIRE_SERVICES is set.
+func DatabaseURL(tb testing.TB) string {
+	tb.Helper()
+	return serviceURL(tb, EnvDatabaseURL, "PostgreSQL")
+}
+
+// AMQPURL returns the RabbitMQ URL for tests, skipping or failing like DatabaseURL.
+func AMQPURL(tb testing.TB) string {
+	tb.Helper()
+	return serviceURL(tb, EnvAMQPURL, "RabbitMQ")
+}
+
+func serviceURL(tb testing.TB, env, what string) string {
+	tb.Helper()
+	if u := strings.TrimSpace(os.Getenv(env)); u != "" {
+		return u
+	}
+	if RequireServices() {
+		tb.Fatalf("%s is required (%s=1) but %s is not set", what, EnvRequireServices, env)
+	}
+	tb.Skipf("%s not configured: set %s to run this test (scripts/test does)", what, env)
+	return ""
+}
+
+// Logger returns a slog.Logger that writes through t.Log, so output appears only for failing
+// or verbose tests and is attributed to the right test. Set ANCHORD_TEST_LOG=debug for debug
+// level.
+func Logger(tb testing.TB) *slog.Logger {
+	tb.Helper()
+	level := slog.LevelInfo
+	if strings.EqualFold(os.Getenv("ANCHORD_TEST_LOG"), "debug") {
+		level = slog.LevelDebug
+	}
+	w := &tbWriter{tb: tb}
+	tb.Cleanup(w.stop)
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// DiscardLogger returns a logger that writes nothing; for benchmarks.
+func DiscardLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// tbWriter forwards log lines to t.Log until the test ends; writes after that are dropped,
+// because t.Log panics once a test has completed and background goroutines may still log
+// during their shutdown.
+type tbWriter struct {
+	mu   sync.Mutex
+	tb   testing.TB
+	done bool
+}
+
+func (w *tbWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.tb.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+func (w *tbWriter) stop() {
+	w.mu.Lock()
+	w.done = true
+	w.mu.Unlock()
+}
+
+// WaitOrTimeout waits for a value on ch or fails the test after timeout.
+func WaitOrTimeout[T any](tb testing.TB, ch <-chan T, timeout time.Duration) T {
+	tb.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(timeout):
+		tb.Fatalf("WaitOrTimeout: nothing received within %s", timeout)
+	}
+	var zero T
+	return zero
+}
+
+// Eventually polls cond every interval until it returns true or fails the test after timeout.
+// It is for conditions on external systems (a broker queue draining, a database row appearing)
+// that offer no signal to wait on; code under our control uses testsignal instead.
+func Eventually(tb testing.TB, timeout, interval time.Duration, cond func() bool, msgAndArgs ...any) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			if len(msgAndArgs) > 0 {
+				if format, ok := msgAndArgs[0].(string); ok {
+					tb.Fatalf("condition not met within %s: "+format, append([]any{timeout}, msgAndArgs[1:]...)...)
+				}
+			}
+			tb.Fatalf("condition not met within %s", timeout)
+		}
+		time.Sleep(interval)
+	}
+}
+
+// Context returns a context cancelled when the test ends or after timeout, whichever is first.
+func Context(tb testing.TB, timeout time.Duration) context.Context {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	tb.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package anchordtest
+
+const raceEnabled = false

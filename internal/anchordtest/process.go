@@ -1,0 +1,203 @@
+package anchordtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	buildOnce sync.Once
+	buildPath string
+	buildErr  error
+)
+
+// Binary builds cmd/anchord once per test process (with -race when the tests run with it) and
+// returns its path. The build directory is removed by the OS temp cleaner, not by the test,
+// because several tests share it.
+func Binary(tb testing.TB) string {
+	tb.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "anchordtest-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildPath = filepath.Join(dir, "anchord")
+		args := []string{"build", "-o", buildPath}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		args = append(args, "github.com/anchord/anchord/cmd/anchord")
+		cmd := exec.Command("go", args...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %w: %s", err, out)
+		}
+	})
+	require.NoError(tb, buildErr)
+	return buildPath
+}
+
+// FreeAddr returns a loopback host:port that was free a moment ago.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(tb, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// Process is a running anchord binary.
+type Process struct {
+	tb   testing.TB
+	cmd  *exec.Cmd
+	Addr string
+	log  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+// ProcessConfig describes how to start the binary.
+type ProcessConfig struct {
+	Args []string // after the binary, e.g. {"serve", "--data-dir", dir}
+	Env  []string // added to the test's environment
+	Dir  string   // working directory; defaults to a temp dir
+	Addr string   // the --host-url the process listens on; used by WaitHealthy
+}
+
+// StartProcess starts the binary. Its stderr (the log) is captured and printed if the test
+// fails; the process is killed at the end of the test if it is still running.
+func StartProcess(tb testing.TB, cfg ProcessConfig) *Process {
+	tb.Helper()
+	bin := Binary(tb)
+	cmd := exec.Command(bin, cfg.Args...)
+	cmd.Dir = cfg.Dir
+	if cmd.Dir == "" {
+		cmd.Dir = tb.TempDir()
+	}
+	cmd.Env = append(os.Environ(), cfg.Env...)
+	log := &syncBuffer{}
+	cmd.Stderr = log
+	cmd.Stdout = log
+	require.NoError(tb, cmd.Start())
+	p := &Process{tb: tb, cmd: cmd, Addr: cfg.Addr, log: log, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	tb.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+		if tb.Failed() {
+			tb.Logf("log of %s:\n%s", strings.Join(cfg.Args, " "), log.String())
+		}
+	})
+	return p
+}
+
+// Log returns everything the process wrote so far.
+func (p *Process) Log() string { return p.log.String() }
+
+// Pid returns the process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Signal sends sig to the process.
+func (p *Process) Signal(sig syscall.Signal) {
+	p.tb.Helper()
+	require.NoError(p.tb, p.cmd.Process.Signal(sig))
+}
+
+// Kill sends SIGKILL and waits for the process to be gone.
+func (p *Process) Kill() {
+	p.tb.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Wait waits up to timeout for the process to exit and returns its exit code.
+func (p *Process) Wait(timeout time.Duration) (int, error) {
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		return -1, fmt.Errorf("process still running after %s", timeout)
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return ee.ExitCode(), nil
+	}
+	if p.err != nil {
+		return -1, p.err
+	}
+	return 0, nil
+}
+
+// Exited reports whether the process has exited.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Health returns the status code of GET /healthcheck, or 0 when the server does not answer.
+func (p *Process) Health() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Addr+"/healthcheck", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// WaitHealthy waits until /healthcheck answers 200 and returns how long that took.
+func (p *Process) WaitHealthy(timeout time.Duration) time.Duration {
+	p.tb.Helper()
+	start := time.Now()
+	Eventually(p.tb, timeout, 20*time.Millisecond, func() bool {
+		if p.Exited() {
+			p.tb.Fatalf("process exited before becoming healthy:\n%s", p.Log())
+		}
+		return p.Health() == http.StatusOK
+	}, "process at %s not healthy", p.Addr)
+	return time.Since(start)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

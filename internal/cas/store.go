@@ -1,0 +1,108 @@
+package cas
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/anchord/anchord/internal/store"
+)
+
+// Errors of Store.Get.
+var (
+	// ErrNotFound: no content is stored under the CID.
+	ErrNotFound = errors.New("cas: content not found")
+	// ErrTooLarge: the content is larger than the caller's limit.
+	ErrTooLarge = errors.New("cas: content larger than allowed")
+	// ErrCorrupt: the stored bytes do not hash to their CID.
+	ErrCorrupt = errors.New("cas: stored content does not match its CID")
+)
+
+// StoreConfig configures a Store.
+type StoreConfig struct {
+	// Version is the CID version of new content; readers accept both.
+	Version    CIDVersion
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Store is content-addressable storage in the database (table cas_objects): content is stored
+// under the CID `ipfs add` would give it, so the batch files can be moved to IPFS unchanged.
+type Store struct {
+	st      store.Executor
+	version CIDVersion
+	m       *metrics
+}
+
+// NewStore returns a Store over st.
+func NewStore(cfg StoreConfig, st store.Executor) (*Store, error) {
+	reg := cfg.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{st: st, version: cfg.Version, m: m}, nil
+}
+
+// Address returns the CID of data in the store's version; it is the batch builder's
+// AddressFunc.
+func (s *Store) Address(data []byte) string { return ComputeCID(data, s.version) }
+
+// Put stores data and returns its CID. Storing content again is a no-op.
+func (s *Store) Put(ctx context.Context, data []byte) (string, error) {
+	cid := s.Address(data)
+	return cid, s.PutAddressed(ctx, cid, data)
+}
+
+// PutAddressed stores data under cid, which the caller computed with Address (the batch builder
+// does, to reference files from other files); it is not recomputed here.
+func (s *Store) PutAddressed(ctx context.Context, cid string, data []byte) error {
+	return s.PutAddressedTx(ctx, s.st, cid, data)
+}
+
+// PutAddressedTx is PutAddressed inside the caller's transaction: the batch writer stores a
+// batch's files in the transaction that records its anchor, so they commit (and are synced)
+// together, once.
+func (s *Store) PutAddressedTx(ctx context.Context, tx store.Executor, cid string, data []byte) error {
+	if err := tx.CASPut(ctx, cid, data); err != nil {
+		return fmt.Errorf("cas put: %w", err)
+	}
+	s.m.written.Add(float64(len(data)))
+	s.m.objects.Inc()
+	return nil
+}
+
+// Get returns the content of cid if it is at most maxSize bytes (maxSize ≤ 0: no limit). The
+// bytes are checked against the CID, so corruption at rest is reported, not served.
+func (s *Store) Get(ctx context.Context, cid string, maxSize int) ([]byte, error) {
+	parsed, err := ParseCID(cid)
+	if err != nil {
+		return nil, fmt.Errorf("cas get %q: %w", cid, err)
+	}
+	data, err := s.st.CASGet(ctx, parsed.String())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("cas get %s: %w", cid, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cas get %s: %w", cid, err)
+	}
+	if maxSize > 0 && len(data) > maxSize {
+		return nil, fmt.Errorf("cas get %s: %d bytes, limit %d: %w", cid, len(data), maxSize, ErrTooLarge)
+	}
+	if ComputeCID(data, parsed.Version) != parsed.String() {
+		return nil, fmt.Errorf("cas get %s: %w", cid, ErrCorrupt)
+	}
+	s.m.read.Add(float64(len(data)))
+	return data, nil
+}
+
+// FetchFunc adapts Get to the batch reader's fetch function.
+func (s *Store) FetchFunc(ctx context.Context) func(uri string, maxSize int) ([]byte, error) {
+	return func(uri string, maxSize int) ([]byte, error) { return s.Get(ctx, uri, maxSize) }
+}

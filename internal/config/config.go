@@ -1,0 +1,472 @@
+// Package config is anchord's configuration: the root Config tree, the default of every
+// parameter (written once, as a constant), loading from flags and ANCHORD_* environment
+// variables, validation that names the offending parameter, and a redacting slog.LogValue.
+//
+// Parameter names follow Orb's where the concept is the same (DESIGN.md "Configuration").
+// Precedence: command-line flag, then environment variable, then default.
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/anchord/anchord/internal/sidetree"
+)
+
+// Defaults. Each is the single place its value is written; the flag table refers to it.
+const (
+	HostURLDefault          = "127.0.0.1:8080"
+	DataDirDefault          = "./data"
+	LogLevelDefault         = "info"
+	LogFormatDefault        = "text"
+	HTTPReadTimeoutDefault  = 10 * time.Second
+	HTTPWriteTimeoutDefault = 30 * time.Second
+	HTTPIdleTimeoutDefault  = 2 * time.Minute
+	HTTPMaxBodyBytesDefault = 64 << 10
+	ShutdownTimeoutDefault  = 4 * time.Second
+	DatabaseMaxConnsDefault = 16
+	HealthTimeoutDefault    = 2 * time.Second
+
+	DIDMethodDefault           = "sidetree"
+	SignatureAlgorithmsDefault = "ES256K"
+	// BatchWriterTimeoutDefault is the age of the oldest pending operation that forces a cut
+	// (the library default of Orb's batch writer; Orb's server uses 60 s).
+	BatchWriterTimeoutDefault = 2 * time.Second
+	// MaxOperationCountDefault is the protocol's MAX_OPERATION_COUNT.
+	MaxOperationCountDefault         = 10_000
+	OpQueueMaxBacklogDefault         = 100_000
+	OpQueueOperationLifespanDefault  = 24 * time.Hour
+	RedeliveryMaxAttemptsDefault     = 30
+	RedeliveryInitialIntervalDefault = 2 * time.Second
+	RedeliveryMultiplierDefault      = 1.5
+	RedeliveryMaxIntervalDefault     = time.Minute
+	AnchorBackendDefault             = "local"
+	CASCIDVersionDefault             = 0
+	SQLiteSynchronousDefault         = "full"
+
+	MQPrefixDefault                   = "anchord"
+	MQQueueTypeDefault                = "classic"
+	MQPublisherChannelPoolSizeDefault = 25
+	MQMaxConnectionChannelsDefault    = 1000
+	MQOpQueuePoolDefault              = 5
+	MQObserverPoolDefault             = 5
+	OpQueueTaskMonitorIntervalDefault = 10 * time.Second
+	OpQueueTaskExpirationDefault      = time.Minute
+	OpQueueMaxOpsToRepostDefault      = 10_000
+	TaskManagerCheckIntervalDefault   = 10 * time.Second
+	DataExpiryCheckIntervalDefault    = time.Minute
+
+	RolesDefault                      = "all"
+	LedgerAPIDefault                  = "sawtooth"
+	LedgerRequestTimeoutDefault       = 15 * time.Second
+	SubmitterIntervalDefault          = time.Second
+	SubmitterClaimLimitDefault        = 32
+	SubmitterClaimTTLDefault          = time.Minute
+	SubmitterConcurrencyDefault       = 8
+	SubmitterMaxAttemptsDefault       = 20
+	SubmitterBackoffInitialDefault    = 2 * time.Second
+	SubmitterBackoffMultiplierDefault = 2.0
+	SubmitterBackoffMaxDefault        = 5 * time.Minute
+	LedgerStatusPollIntervalDefault   = 5 * time.Second
+	LedgerStatusPageSizeDefault       = 500
+	LedgerUnknownGraceDefault         = 2 * time.Minute
+)
+
+// Config is the root of anchord's configuration.
+type Config struct {
+	// HostURL is the listen address of the HTTP API (Orb's host-url).
+	HostURL string
+	// DataDir holds the embedded SQLite database when DatabaseURL is empty.
+	DataDir string
+	// DatabaseURL selects PostgreSQL (postgres://…); empty means the embedded SQLite store.
+	DatabaseURL string
+	// DatabaseMaxConns bounds the database connection pool.
+	DatabaseMaxConns int
+	// MQURL selects RabbitMQ (amqp://…); empty means the in-process pub/sub.
+	MQURL string
+
+	LogLevel  string
+	LogFormat string
+
+	HTTP HTTPConfig
+
+	// DIDMethod is the DID method name, with any network segment ("ion:test").
+	DIDMethod string
+	// SignatureAlgorithms lists the accepted operation signature algorithms (ES256K, EdDSA).
+	SignatureAlgorithms string
+	// BatchWriterTimeout: a batch is cut once its oldest operation is this old.
+	BatchWriterTimeout time.Duration
+	// MaxOperationCount: a batch is cut once this many operations are pending (at most this many per batch).
+	MaxOperationCount int
+	// OpQueueMaxBacklog: above this many unanchored operations, new ones get 503.
+	OpQueueMaxBacklog int
+	// OpQueueOperationLifespan: a queued operation older than this is parked as expired.
+	OpQueueOperationLifespan time.Duration
+	// Redelivery* is the retry schedule of failed batches and messages (Orb's mq-redelivery-*).
+	RedeliveryMaxAttempts     int
+	RedeliveryInitialInterval time.Duration
+	RedeliveryMultiplier      float64
+	RedeliveryMaxInterval     time.Duration
+	// AnchorBackend chooses how anchors become final: "local".
+	AnchorBackend string
+	// CASCIDVersion is the CID version of new CAS content (0: Qm…, 1: b…).
+	CASCIDVersion int
+	// SQLiteSynchronous is the embedded store's durability level: full or normal.
+	SQLiteSynchronous string
+	// MQ* configure RabbitMQ in cluster mode (Orb's names where Orb has the parameter).
+	MQPrefix                   string
+	MQQueueType                string
+	MQPublisherChannelPoolSize int
+	MQMaxConnectionChannels    int
+	MQOpQueuePool              int
+	MQObserverPool             int
+	// OpQueueTask* drive the per-instance task entries and the op-queue monitor.
+	OpQueueTaskMonitorInterval time.Duration
+	OpQueueTaskExpiration      time.Duration
+	OpQueueMaxOpsToRepost      int
+	// TaskManagerCheckInterval is how often the task manager checks its permits.
+	TaskManagerCheckInterval time.Duration
+	// DataExpiryCheckInterval is the interval of the data-expiry task.
+	DataExpiryCheckInterval time.Duration
+
+	// Roles selects what this process runs: "all", or "submitter" (only ledger submitters and
+	// the status poller, for scaling them apart from the API).
+	Roles string
+	// Ledger* configure the ledger anchoring backend (--anchor-backend ledger).
+	LedgerURL            string
+	LedgerAPI            string
+	LedgerServiceID      string
+	LedgerAuthorization  string
+	LedgerRequestTimeout time.Duration
+	// Submitter* configure the batch submitters.
+	SubmitterInterval          time.Duration
+	SubmitterClaimLimit        int
+	SubmitterClaimTTL          time.Duration
+	SubmitterConcurrency       int
+	SubmitterMaxAttempts       int
+	SubmitterBackoffInitial    time.Duration
+	SubmitterBackoffMultiplier float64
+	SubmitterBackoffMax        time.Duration
+	// LedgerStatus* configure the status poller task.
+	LedgerStatusPollInterval time.Duration
+	LedgerStatusPageSize     int
+	LedgerUnknownGrace       time.Duration
+
+	// AdminToken, when set, is the bearer token the admin API (/admin/v1) requires.
+	AdminToken string
+	// DebugAddr, when set, serves Go's /debug/pprof on this address (keep it on loopback).
+	DebugAddr string
+
+	// ShutdownTimeout bounds each stage of the ordered shutdown.
+	ShutdownTimeout time.Duration
+	// HealthTimeout bounds each dependency check of /healthcheck.
+	HealthTimeout time.Duration
+}
+
+// HTTPConfig holds the HTTP server's limits.
+type HTTPConfig struct {
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	IdleTimeout  time.Duration
+	MaxBodyBytes int64
+}
+
+// Default returns a Config with every parameter at its default.
+func Default() Config {
+	return Config{
+		HostURL:          HostURLDefault,
+		DataDir:          DataDirDefault,
+		DatabaseMaxConns: DatabaseMaxConnsDefault,
+		LogLevel:         LogLevelDefault,
+		LogFormat:        LogFormatDefault,
+		HTTP: HTTPConfig{
+			ReadTimeout:  HTTPReadTimeoutDefault,
+			WriteTimeout: HTTPWriteTimeoutDefault,
+			IdleTimeout:  HTTPIdleTimeoutDefault,
+			MaxBodyBytes: HTTPMaxBodyBytesDefault,
+		},
+		ShutdownTimeout:            ShutdownTimeoutDefault,
+		HealthTimeout:              HealthTimeoutDefault,
+		DIDMethod:                  DIDMethodDefault,
+		SignatureAlgorithms:        SignatureAlgorithmsDefault,
+		BatchWriterTimeout:         BatchWriterTimeoutDefault,
+		MaxOperationCount:          MaxOperationCountDefault,
+		OpQueueMaxBacklog:          OpQueueMaxBacklogDefault,
+		OpQueueOperationLifespan:   OpQueueOperationLifespanDefault,
+		RedeliveryMaxAttempts:      RedeliveryMaxAttemptsDefault,
+		RedeliveryInitialInterval:  RedeliveryInitialIntervalDefault,
+		RedeliveryMultiplier:       RedeliveryMultiplierDefault,
+		RedeliveryMaxInterval:      RedeliveryMaxIntervalDefault,
+		AnchorBackend:              AnchorBackendDefault,
+		CASCIDVersion:              CASCIDVersionDefault,
+		SQLiteSynchronous:          SQLiteSynchronousDefault,
+		MQPrefix:                   MQPrefixDefault,
+		MQQueueType:                MQQueueTypeDefault,
+		MQPublisherChannelPoolSize: MQPublisherChannelPoolSizeDefault,
+		MQMaxConnectionChannels:    MQMaxConnectionChannelsDefault,
+		MQOpQueuePool:              MQOpQueuePoolDefault,
+		MQObserverPool:             MQObserverPoolDefault,
+		OpQueueTaskMonitorInterval: OpQueueTaskMonitorIntervalDefault,
+		OpQueueTaskExpiration:      OpQueueTaskExpirationDefault,
+		OpQueueMaxOpsToRepost:      OpQueueMaxOpsToRepostDefault,
+		TaskManagerCheckInterval:   TaskManagerCheckIntervalDefault,
+		DataExpiryCheckInterval:    DataExpiryCheckIntervalDefault,
+		Roles:                      RolesDefault,
+		LedgerAPI:                  LedgerAPIDefault,
+		LedgerRequestTimeout:       LedgerRequestTimeoutDefault,
+		SubmitterInterval:          SubmitterIntervalDefault,
+		SubmitterClaimLimit:        SubmitterClaimLimitDefault,
+		SubmitterClaimTTL:          SubmitterClaimTTLDefault,
+		SubmitterConcurrency:       SubmitterConcurrencyDefault,
+		SubmitterMaxAttempts:       SubmitterMaxAttemptsDefault,
+		SubmitterBackoffInitial:    SubmitterBackoffInitialDefault,
+		SubmitterBackoffMultiplier: SubmitterBackoffMultiplierDefault,
+		SubmitterBackoffMax:        SubmitterBackoffMaxDefault,
+		LedgerStatusPollInterval:   LedgerStatusPollIntervalDefault,
+		LedgerStatusPageSize:       LedgerStatusPageSizeDefault,
+		LedgerUnknownGrace:         LedgerUnknownGraceDefault,
+	}
+}
+
+// SidetreeProfile returns the validation profile the configuration selects.
+func (c *Config) SidetreeProfile() sidetree.Profile {
+	p := sidetree.Profile{Method: c.DIDMethod, MaxDeltaSize: sidetree.MaxDeltaSizeDefault}
+	for _, a := range strings.Split(c.SignatureAlgorithms, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			p.Algorithms = append(p.Algorithms, sidetree.Algorithm(a))
+		}
+	}
+	return p
+}
+
+// ParamError names the parameter whose value is invalid.
+type ParamError struct {
+	Param string // flag name without dashes
+	Value string
+	Err   error
+}
+
+func (e *ParamError) Error() string {
+	return fmt.Sprintf("invalid value %q for --%s (%s): %v", e.Value, e.Param, EnvName(e.Param), e.Err)
+}
+
+func (e *ParamError) Unwrap() error { return e.Err }
+
+// Validate checks every parameter and returns the first problem as a *ParamError.
+func (c *Config) Validate() error {
+	if err := validateHostPort(c.HostURL); err != nil {
+		return &ParamError{Param: "host-url", Value: c.HostURL, Err: err}
+	}
+	if c.DebugAddr != "" {
+		if err := validateHostPort(c.DebugAddr); err != nil {
+			return &ParamError{Param: "debug-addr", Value: c.DebugAddr, Err: err}
+		}
+	}
+	if c.DatabaseURL == "" && strings.TrimSpace(c.DataDir) == "" {
+		return &ParamError{Param: "data-dir", Value: c.DataDir, Err: fmt.Errorf("must not be empty when --database-url is not set")}
+	}
+	if c.DatabaseURL != "" {
+		if err := validateURL(c.DatabaseURL, "postgres", "postgresql"); err != nil {
+			return &ParamError{Param: "database-url", Value: redactURL(c.DatabaseURL), Err: err}
+		}
+	}
+	if c.MQURL != "" {
+		if err := validateURL(c.MQURL, "amqp", "amqps"); err != nil {
+			return &ParamError{Param: "mq-url", Value: redactURL(c.MQURL), Err: err}
+		}
+		if c.DatabaseURL == "" {
+			return &ParamError{Param: "mq-url", Value: redactURL(c.MQURL), Err: fmt.Errorf("cluster mode needs --database-url too: instances share PostgreSQL")}
+		}
+	}
+	if c.MQQueueType != "classic" && c.MQQueueType != "quorum" {
+		return &ParamError{Param: "mq-queue-type", Value: c.MQQueueType, Err: fmt.Errorf("must be classic or quorum")}
+	}
+	if c.MQPrefix == "" {
+		return &ParamError{Param: "mq-prefix", Value: c.MQPrefix, Err: fmt.Errorf("must not be empty")}
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		return &ParamError{Param: "log-level", Value: c.LogLevel, Err: fmt.Errorf("must be one of debug, info, warn, error")}
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		return &ParamError{Param: "log-format", Value: c.LogFormat, Err: fmt.Errorf("must be text or json")}
+	}
+	if c.DatabaseMaxConns < 1 {
+		return &ParamError{Param: "database-max-conns", Value: fmt.Sprint(c.DatabaseMaxConns), Err: fmt.Errorf("must be at least 1")}
+	}
+	if c.HTTP.MaxBodyBytes < 1024 {
+		return &ParamError{Param: "http-max-body-bytes", Value: fmt.Sprint(c.HTTP.MaxBodyBytes), Err: fmt.Errorf("must be at least 1024")}
+	}
+	if err := c.SidetreeProfile().Validate(); err != nil {
+		return &ParamError{Param: "did-method", Value: c.DIDMethod + " / " + c.SignatureAlgorithms, Err: err}
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+		min  int
+	}{
+		{"max-operation-count", c.MaxOperationCount, 1},
+		{"op-queue-max-backlog", c.OpQueueMaxBacklog, 1},
+		{"mq-redelivery-max-attempts", c.RedeliveryMaxAttempts, 1},
+		{"mq-publisher-channel-pool-size", c.MQPublisherChannelPoolSize, 1},
+		{"mq-max-connection-channels", c.MQMaxConnectionChannels, 1},
+		{"mq-op-queue-pool", c.MQOpQueuePool, 1},
+		{"mq-observer-pool", c.MQObserverPool, 1},
+		{"op-queue-max-ops-to-repost", c.OpQueueMaxOpsToRepost, 1},
+		{"submitter-claim-limit", c.SubmitterClaimLimit, 1},
+		{"submitter-concurrency", c.SubmitterConcurrency, 1},
+		{"submitter-max-attempts", c.SubmitterMaxAttempts, 1},
+		{"ledger-status-page-size", c.LedgerStatusPageSize, 1},
+	} {
+		if n.v < n.min {
+			return &ParamError{Param: n.name, Value: fmt.Sprint(n.v), Err: fmt.Errorf("must be at least %d", n.min)}
+		}
+	}
+	if c.MaxOperationCount > MaxOperationCountDefault {
+		return &ParamError{Param: "max-operation-count", Value: fmt.Sprint(c.MaxOperationCount), Err: fmt.Errorf("the protocol allows at most %d", MaxOperationCountDefault)}
+	}
+	if c.SubmitterBackoffMultiplier < 1 {
+		return &ParamError{Param: "submitter-backoff-multiplier", Value: fmt.Sprint(c.SubmitterBackoffMultiplier), Err: fmt.Errorf("must be at least 1")}
+	}
+	if c.RedeliveryMultiplier < 1 {
+		return &ParamError{Param: "mq-redelivery-multiplier", Value: fmt.Sprint(c.RedeliveryMultiplier), Err: fmt.Errorf("must be at least 1")}
+	}
+	switch c.AnchorBackend {
+	case "local":
+	case "ledger":
+		if err := validateURL(c.LedgerURL, "http", "https"); err != nil {
+			return &ParamError{Param: "ledger-url", Value: c.LedgerURL, Err: fmt.Errorf("the ledger backend needs the ledger's REST API: %w", err)}
+		}
+		switch c.LedgerAPI {
+		case "sawtooth":
+		case "splinter":
+			if !strings.Contains(c.LedgerServiceID, "::") {
+				return &ParamError{Param: "ledger-service-id", Value: c.LedgerServiceID, Err: fmt.Errorf("Splinter needs circuit::service")}
+			}
+		default:
+			return &ParamError{Param: "ledger-api", Value: c.LedgerAPI, Err: fmt.Errorf("must be sawtooth or splinter")}
+		}
+		if c.LedgerRequestTimeout*2 > c.SubmitterClaimTTL {
+			return &ParamError{Param: "ledger-request-timeout", Value: c.LedgerRequestTimeout.String(),
+				Err: fmt.Errorf("must be at most half of --submitter-claim-ttl (%s)", c.SubmitterClaimTTL)}
+		}
+	default:
+		return &ParamError{Param: "anchor-backend", Value: c.AnchorBackend, Err: fmt.Errorf("must be local or ledger")}
+	}
+	switch c.Roles {
+	case "all":
+	case "submitter":
+		if c.AnchorBackend != "ledger" {
+			return &ParamError{Param: "roles", Value: c.Roles, Err: fmt.Errorf("a submitter needs --anchor-backend ledger")}
+		}
+		if c.DatabaseURL == "" {
+			return &ParamError{Param: "roles", Value: c.Roles, Err: fmt.Errorf("a separate submitter shares the database: set --database-url")}
+		}
+	default:
+		return &ParamError{Param: "roles", Value: c.Roles, Err: fmt.Errorf("must be all or submitter")}
+	}
+	if c.OpQueueTaskExpiration <= c.OpQueueTaskMonitorInterval {
+		return &ParamError{Param: "op-queue-task-expiration", Value: c.OpQueueTaskExpiration.String(),
+			Err: fmt.Errorf("must exceed --op-queue-task-monitor-interval (%s), or live instances are taken over", c.OpQueueTaskMonitorInterval)}
+	}
+	if c.SQLiteSynchronous != "full" && c.SQLiteSynchronous != "normal" {
+		return &ParamError{Param: "sqlite-synchronous", Value: c.SQLiteSynchronous, Err: fmt.Errorf("must be full or normal")}
+	}
+	if c.CASCIDVersion != 0 && c.CASCIDVersion != 1 {
+		return &ParamError{Param: "cas-cid-version", Value: fmt.Sprint(c.CASCIDVersion), Err: fmt.Errorf("must be 0 or 1")}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"batch-writer-timeout", c.BatchWriterTimeout},
+		{"op-queue-operation-lifespan", c.OpQueueOperationLifespan},
+		{"mq-redelivery-initial-interval", c.RedeliveryInitialInterval},
+		{"mq-redelivery-max-interval", c.RedeliveryMaxInterval},
+		{"op-queue-task-monitor-interval", c.OpQueueTaskMonitorInterval},
+		{"op-queue-task-expiration", c.OpQueueTaskExpiration},
+		{"task-manager-check-interval", c.TaskManagerCheckInterval},
+		{"data-expiry-check-interval", c.DataExpiryCheckInterval},
+		{"ledger-request-timeout", c.LedgerRequestTimeout},
+		{"submitter-interval", c.SubmitterInterval},
+		{"submitter-claim-ttl", c.SubmitterClaimTTL},
+		{"submitter-backoff-initial", c.SubmitterBackoffInitial},
+		{"submitter-backoff-max", c.SubmitterBackoffMax},
+		{"ledger-status-poll-interval", c.LedgerStatusPollInterval},
+		{"ledger-unknown-grace", c.LedgerUnknownGrace},
+		{"http-read-timeout", c.HTTP.ReadTimeout},
+		{"http-write-timeout", c.HTTP.WriteTimeout},
+		{"http-idle-timeout", c.HTTP.IdleTimeout},
+		{"shutdown-timeout", c.ShutdownTimeout},
+		{"health-timeout", c.HealthTimeout},
+	} {
+		if d.v <= 0 {
+			return &ParamError{Param: d.name, Value: d.v.String(), Err: fmt.Errorf("must be positive")}
+		}
+	}
+	return nil
+}
+
+func validateHostPort(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("must be host:port: %w", err)
+	}
+	if port == "" {
+		return fmt.Errorf("missing port")
+	}
+	_ = host // an empty host listens on every interface, as net/http does
+	return nil
+}
+
+func validateURL(raw string, schemes ...string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("malformed URL: %w", err)
+	}
+	ok := false
+	for _, s := range schemes {
+		ok = ok || u.Scheme == s
+	}
+	if !ok {
+		return fmt.Errorf("scheme must be %s", strings.Join(schemes, " or "))
+	}
+	if u.Host == "" {
+		return fmt.Errorf("missing host")
+	}
+	return nil
+}
+
+// redactURL hides the password of a URL. Anything that is not a URL with a scheme and a host
+// (a bare token, unparsable input) is replaced entirely: it may be a secret itself.
+func redactURL(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "<redacted>"
+	}
+	return u.Redacted()
+}
+
+// LogValue renders the effective configuration with secrets redacted. It walks the same
+// parameter table as the flags, so a new parameter is logged without further code.
+func (c Config) LogValue() slog.Value {
+	attrs := make([]slog.Attr, 0, 32)
+	for _, p := range c.params() {
+		v := p.value.String()
+		if p.secret {
+			v = redactURL(v)
+		}
+		attrs = append(attrs, slog.String(strings.ReplaceAll(p.name, "-", "_"), v))
+	}
+	return slog.GroupValue(attrs...)
+}

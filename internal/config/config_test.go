@@ -1,0 +1,102 @@
+package config
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestLoadDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := Load(nil, env(nil), nil)
+	require.NoError(t, err)
+	require.Equal(t, Default(), c)
+	require.Equal(t, HostURLDefault, c.HostURL)
+	require.Equal(t, DataDirDefault, c.DataDir)
+}
+
+func TestLoadPrecedence(t *testing.T) {
+	t.Parallel()
+	c, err := Load([]string{"--host-url", "127.0.0.1:9999"}, env(map[string]string{
+		"ANCHORD_HOST_URL":          "127.0.0.1:7777",
+		"ANCHORD_HTTP_READ_TIMEOUT": "3s",
+	}), nil)
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:9999", c.HostURL, "flag wins over environment")
+	require.Equal(t, 3*time.Second, c.HTTP.ReadTimeout, "environment wins over default")
+}
+
+func TestLoadErrorsNameTheParameter(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"unknown flag", []string{"--no-such-thing"}, nil, "unknown parameter --no-such-thing"},
+		{"malformed database URL", []string{"--database-url", "postgres//nope"}, nil, "--database-url"},
+		{"wrong scheme", []string{"--mq-url", "http://127.0.0.1"}, nil, "--mq-url"},
+		{"negative duration", []string{"--http-read-timeout", "-1s"}, nil, "--http-read-timeout"},
+		{"unparsable duration", []string{"--shutdown-timeout", "soon"}, nil, "--shutdown-timeout"},
+		{"bad env", nil, map[string]string{"ANCHORD_DATABASE_MAX_CONNS": "many"}, "--database-max-conns (ANCHORD_DATABASE_MAX_CONNS)"},
+		{"bad host", []string{"--host-url", "localhost"}, nil, "--host-url"},
+		{"stray argument", []string{"extra"}, nil, "unexpected argument"},
+		{"missing value", []string{"--host-url"}, nil, "--host-url needs a value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Load(tc.args, env(tc.env), nil)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.want)
+			require.NotContains(t, err.Error(), "\n", "one line")
+		})
+	}
+}
+
+func TestSecretsRedacted(t *testing.T) {
+	t.Parallel()
+	c, err := Load([]string{
+		"--database-url", "postgres://user:hunter2@db:5432/anchord",
+		"--mq-url", "amqp://guest:s3cret@mq:5672/",
+	}, env(nil), nil)
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("config", "config", c)
+	require.NotContains(t, buf.String(), "hunter2")
+	require.NotContains(t, buf.String(), "s3cret")
+	require.Contains(t, buf.String(), "database_url=postgres://user:xxxxx@db:5432/anchord")
+
+	c, err = Load([]string{"--admin-token", "letmein"}, env(nil), nil)
+	require.NoError(t, err)
+	buf.Reset()
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("config", "config", c)
+	require.NotContains(t, buf.String(), "letmein")
+	require.Contains(t, buf.String(), "admin_token=<redacted>")
+
+	_, err = Load([]string{"--database-url", "mysql://u:hunter2@x/y"}, env(nil), nil)
+	require.ErrorContains(t, err, "--database-url")
+	require.NotContains(t, err.Error(), "hunter2")
+}
+
+func TestHelpListsEveryParameter(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	_, err := Load([]string{"--help"}, env(nil), &out)
+	require.ErrorIs(t, err, ErrHelp)
+	c := Default()
+	for _, p := range c.params() {
+		require.Contains(t, out.String(), "--"+p.name)
+		require.Contains(t, out.String(), EnvName(p.name))
+	}
+	require.Contains(t, out.String(), HostURLDefault)
+	require.True(t, strings.Contains(out.String(), "10s"), "durations shown in Go syntax")
+}

@@ -1,0 +1,79 @@
+package config
+
+import "io"
+
+// params is the table of `anchord serve` parameters. Defaults come from the values already in c
+// (see Default), so each is written once.
+func (c *Config) params() []Param {
+	return []Param{
+		String(&c.HostURL, "host-url", "listen address (host:port) of the HTTP API"),
+		String(&c.DataDir, "data-dir", "directory of the embedded SQLite store (used when --database-url is empty)"),
+		Secret(&c.DatabaseURL, "database-url", "PostgreSQL URL (postgres://…); empty runs on the embedded SQLite store"),
+		Int(&c.DatabaseMaxConns, "database-max-conns", "maximum open database connections"),
+		Secret(&c.MQURL, "mq-url", "RabbitMQ URL (amqp://…); empty runs on the in-process pub/sub"),
+		String(&c.LogLevel, "log-level", "debug, info, warn or error"),
+		String(&c.LogFormat, "log-format", "text or json"),
+		Duration(&c.HTTP.ReadTimeout, "http-read-timeout", "maximum time to read a request"),
+		Duration(&c.HTTP.WriteTimeout, "http-write-timeout", "maximum time to write a response"),
+		Duration(&c.HTTP.IdleTimeout, "http-idle-timeout", "keep-alive idle timeout"),
+		Int64(&c.HTTP.MaxBodyBytes, "http-max-body-bytes", "maximum request body size; larger bodies get 413"),
+		Duration(&c.ShutdownTimeout, "shutdown-timeout", "time allowed for each stage of the ordered shutdown"),
+		Duration(&c.HealthTimeout, "health-timeout", "time allowed for each dependency check of /healthcheck"),
+		String(&c.DIDMethod, "did-method", "DID method name, with any network segment (e.g. ion:test)"),
+		String(&c.SignatureAlgorithms, "signature-algorithms", "accepted operation signature algorithms, comma-separated: ES256K, EdDSA"),
+		Duration(&c.BatchWriterTimeout, "batch-writer-timeout", "cut a batch once its oldest pending operation is this old"),
+		Int(&c.MaxOperationCount, "max-operation-count", "cut a batch once this many operations are pending (MAX_OPERATION_COUNT)"),
+		Int(&c.OpQueueMaxBacklog, "op-queue-max-backlog", "answer 503 while this many operations are not yet anchored"),
+		Duration(&c.OpQueueOperationLifespan, "op-queue-operation-lifespan", "park a queued operation as expired after this long"),
+		Int(&c.RedeliveryMaxAttempts, "mq-redelivery-max-attempts", "failed attempts after which an operation or message is parked"),
+		Duration(&c.RedeliveryInitialInterval, "mq-redelivery-initial-interval", "first retry wait"),
+		Float(&c.RedeliveryMultiplier, "mq-redelivery-multiplier", "growth of the retry wait per attempt"),
+		Duration(&c.RedeliveryMaxInterval, "mq-redelivery-max-interval", "longest retry wait"),
+		String(&c.AnchorBackend, "anchor-backend", "how anchors become final: local (the domain signs them) or ledger (a Sawtooth/Splinter ledger commits them)"),
+		String(&c.Roles, "roles", "what this process runs: all, or submitter (only the ledger submitters and status poller)"),
+		String(&c.LedgerURL, "ledger-url", "REST API of the ledger (anchor-backend ledger), e.g. http://127.0.0.1:8008"),
+		String(&c.LedgerAPI, "ledger-api", "ledger REST dialect: sawtooth or splinter"),
+		String(&c.LedgerServiceID, "ledger-service-id", "Splinter scabbard service as circuit::service (empty for Sawtooth)"),
+		Secret(&c.LedgerAuthorization, "ledger-authorization", "Authorization header sent to Splinter, if it requires one"),
+		Duration(&c.LedgerRequestTimeout, "ledger-request-timeout", "bound on each ledger request (at most half of --submitter-claim-ttl)"),
+		Duration(&c.SubmitterInterval, "submitter-interval", "pause between a submitter's claim rounds when idle"),
+		Int(&c.SubmitterClaimLimit, "submitter-claim-limit", "ledger batches a submitter claims at once (claim_limit)"),
+		Duration(&c.SubmitterClaimTTL, "submitter-claim-ttl", "a claim not settled within this time may be taken by another submitter"),
+		Int(&c.SubmitterConcurrency, "submitter-concurrency", "ledger requests in flight per submitter"),
+		Int(&c.SubmitterMaxAttempts, "submitter-max-attempts", "failed submissions after which a batch is parked and its anchor's operations requeued"),
+		Duration(&c.SubmitterBackoffInitial, "submitter-backoff-initial", "first wait after a retryable ledger answer"),
+		Float(&c.SubmitterBackoffMultiplier, "submitter-backoff-multiplier", "growth of that wait per attempt"),
+		Duration(&c.SubmitterBackoffMax, "submitter-backoff-max", "longest wait between submissions of a batch"),
+		Duration(&c.LedgerStatusPollInterval, "ledger-status-poll-interval", "interval of the ledger status poller task"),
+		Int(&c.LedgerStatusPageSize, "ledger-status-page-size", "submitted batches the poller checks per round"),
+		Duration(&c.LedgerUnknownGrace, "ledger-unknown-grace", "a submitted batch the ledger does not know after this long is checked again and resubmitted"),
+		String(&c.SQLiteSynchronous, "sqlite-synchronous", "embedded store durability: full (fsync every commit; survives power loss) or normal (survives a killed process, may lose the last commits on power loss)"),
+		String(&c.MQPrefix, "mq-prefix", "RabbitMQ exchange name and queue-name prefix; instances sharing it form one cluster"),
+		String(&c.MQQueueType, "mq-queue-type", "RabbitMQ queue type: classic (measured faster on one node) or quorum"),
+		Int(&c.MQPublisherChannelPoolSize, "mq-publisher-channel-pool-size", "pooled publisher channels (publishes in flight at once)"),
+		Int(&c.MQMaxConnectionChannels, "mq-max-connection-channels", "channels per connection before another connection is opened"),
+		Int(&c.MQOpQueuePool, "mq-op-queue-pool", "concurrent consumers of the operation topic per instance"),
+		Int(&c.MQObserverPool, "mq-observer-pool", "concurrent consumers of the anchor topic per instance"),
+		Duration(&c.OpQueueTaskMonitorInterval, "op-queue-task-monitor-interval", "how often an instance refreshes its task entry, and the op-queue monitor runs"),
+		Duration(&c.OpQueueTaskExpiration, "op-queue-task-expiration", "an instance whose task entry is older is presumed dead and its operations reposted"),
+		Int(&c.OpQueueMaxOpsToRepost, "op-queue-max-ops-to-repost", "operations of dead instances reposted per monitor run"),
+		Duration(&c.TaskManagerCheckInterval, "task-manager-check-interval", "how often the task manager checks its permits"),
+		Duration(&c.DataExpiryCheckInterval, "data-expiry-check-interval", "interval of the data-expiry task (expired queue rows are parked, never dropped)"),
+		Secret(&c.AdminToken, "admin-token", "bearer token required by the admin API (/admin/v1); empty: no token"),
+		String(&c.DebugAddr, "debug-addr", "serve Go's /debug/pprof on this host:port (empty: off; keep it on loopback)"),
+		Int(&c.CASCIDVersion, "cas-cid-version", "CID version of stored batch files: 0 (Qm…, ipfs add's default) or 1"),
+	}
+}
+
+// Load builds the `anchord serve` configuration from defaults, environment and args, and
+// validates it. With --help it writes the parameter table to out and returns ErrHelp.
+func Load(args []string, lookupEnv func(string) (string, bool), out io.Writer) (Config, error) {
+	c := Default()
+	if err := Parse("serve", args, lookupEnv, c.params(), out); err != nil {
+		return Config{}, err
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}

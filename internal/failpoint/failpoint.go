@@ -1,0 +1,71 @@
+// Package failpoint lets crash tests kill the process at a named point of the write path, so
+// that "kill -9 in the middle of a batch" is tested at every interesting step rather than only
+// wherever a timer happens to land.
+//
+// It is off unless the environment variable ANCHORD_FAILPOINTS is set when the process starts,
+// e.g. ANCHORD_FAILPOINTS="batch-after-cas=3,observer-before-commit=1": the process sends itself
+// SIGKILL the third time it passes batch-after-cas, or the first time it passes
+// observer-before-commit. Off, Hit costs one load of a nil map.
+package failpoint
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// EnvVar names the failpoints to arm.
+const EnvVar = "ANCHORD_FAILPOINTS"
+
+// Points of the write path. Each sits just before a commit or between two durable steps.
+const (
+	OpQueueBeforeCommit  = "opqueue-before-commit"  // operations handed to the committer, not committed
+	OpQueueAfterCommit   = "opqueue-after-commit"   // committed, callers not yet answered
+	BatchAfterCAS        = "batch-after-cas"        // batch files stored, anchor not recorded
+	BatchBeforeCommit    = "batch-before-commit"    // anchor written and batch acked inside the transaction
+	BatchAfterCommit     = "batch-after-commit"     // anchor committed, observer not yet told
+	ObserverBeforeCommit = "observer-before-commit" // index rows written inside the transaction
+)
+
+var (
+	armed = parse(os.Getenv(EnvVar))
+	mu    sync.Mutex
+	hits  = map[string]int{}
+)
+
+func parse(s string) map[string]int {
+	if s == "" {
+		return nil
+	}
+	m := map[string]int{}
+	for _, part := range strings.Split(s, ",") {
+		name, n, ok := strings.Cut(strings.TrimSpace(part), "=")
+		k, err := strconv.Atoi(n)
+		if !ok || err != nil || k < 1 {
+			continue
+		}
+		m[name] = k
+	}
+	return m
+}
+
+// Hit kills the process if name is armed and this is its configured hit.
+func Hit(name string) {
+	if armed == nil {
+		return
+	}
+	n, ok := armed[name]
+	if !ok {
+		return
+	}
+	mu.Lock()
+	hits[name]++
+	now := hits[name]
+	mu.Unlock()
+	if now == n {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is delivered asynchronously; never continue past the point
+	}
+}

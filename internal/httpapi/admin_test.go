@@ -1,0 +1,117 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/deadletter"
+	"github.com/anchord/anchord/internal/store"
+)
+
+type deadLettersStub struct{ items []store.DeadLetter }
+
+func (s *deadLettersStub) List(_ context.Context, p store.DeadLetterListParams) ([]store.DeadLetter, error) {
+	var out []store.DeadLetter
+	for _, d := range s.items {
+		if d.ID > p.AfterID && (p.Kind == "" || p.Kind == d.Kind) && len(out) < p.Limit {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+func (s *deadLettersStub) Retry(_ context.Context, id int64) error {
+	switch id {
+	case 1:
+		return nil
+	case 2:
+		return fmt.Errorf("retry: %w", deadletter.ErrBusy)
+	case 3:
+		return fmt.Errorf("retry: %w", deadletter.ErrNotRetryable)
+	}
+	return fmt.Errorf("retry: %w", deadletter.ErrNotFound)
+}
+
+func (s *deadLettersStub) Drop(_ context.Context, id int64) error {
+	if id == 1 {
+		return nil
+	}
+	return fmt.Errorf("drop: %w", deadletter.ErrNotFound)
+}
+
+func adminServer(t *testing.T, token string) string {
+	t.Helper()
+	stub := &deadLettersStub{}
+	for i := int64(1); i <= 3; i++ {
+		stub.items = append(stub.items, store.DeadLetter{ID: i, Kind: []string{"operation", "message", "operation"}[i-1], Ref: fmt.Sprint("r", i), Reason: "max attempts", Attempts: 30})
+	}
+	return setup(t, Config{Routes: AdminRoutes(AdminConfig{DeadLetters: stub, Token: token})}).base
+}
+
+func authed(t *testing.T, method, url, token string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var body json.RawMessage
+	_ = json.NewDecoder(resp.Body).Decode(&body)
+	return resp.StatusCode, body
+}
+
+func TestAdminRequiresTokenWhenConfigured(t *testing.T) {
+	t.Parallel()
+	base := adminServer(t, "s3cret")
+	for _, tok := range []string{"", "wrong"} {
+		code, body := authed(t, http.MethodGet, base+"/admin/v1/dead-letters", tok)
+		require.Equal(t, http.StatusUnauthorized, code)
+		require.Equal(t, "unauthorized", errorCode(t, body))
+	}
+	code, _ := authed(t, http.MethodGet, base+"/admin/v1/dead-letters", "s3cret")
+	require.Equal(t, http.StatusOK, code)
+	code, _ = authed(t, http.MethodDelete, base+"/admin/v1/dead-letters/1", "")
+	require.Equal(t, http.StatusUnauthorized, code)
+}
+
+func TestAdminDeadLetters(t *testing.T) {
+	t.Parallel()
+	base := adminServer(t, "")
+	code, body := authed(t, http.MethodGet, base+"/admin/v1/dead-letters?kind=operation&limit=1", "")
+	require.Equal(t, http.StatusOK, code)
+	var page DeadLetterPage
+	require.NoError(t, json.Unmarshal(body, &page))
+	require.Len(t, page.DeadLetters, 1)
+	require.Equal(t, int64(1), page.DeadLetters[0].ID)
+	require.NotNil(t, page.Next)
+	code, body = authed(t, http.MethodGet, fmt.Sprintf("%s/admin/v1/dead-letters?kind=operation&after=%d", base, *page.Next), "")
+	require.Equal(t, http.StatusOK, code)
+	require.NoError(t, json.Unmarshal(body, &page))
+	require.Len(t, page.DeadLetters, 1)
+	require.Equal(t, int64(3), page.DeadLetters[0].ID)
+
+	for path, want := range map[string]int{
+		"/1/retry":    http.StatusOK,
+		"/2/retry":    http.StatusConflict,
+		"/3/retry":    http.StatusUnprocessableEntity,
+		"/9/retry":    http.StatusNotFound,
+		"/zero/retry": http.StatusBadRequest,
+	} {
+		code, _ := authed(t, http.MethodPost, base+"/admin/v1/dead-letters"+path, "")
+		require.Equal(t, want, code, path)
+	}
+	code, _ = authed(t, http.MethodDelete, base+"/admin/v1/dead-letters/1", "")
+	require.Equal(t, http.StatusOK, code)
+	code, _ = authed(t, http.MethodDelete, base+"/admin/v1/dead-letters/5", "")
+	require.Equal(t, http.StatusNotFound, code)
+	code, _ = authed(t, http.MethodGet, base+"/admin/v1/dead-letters?kind=bogus", "")
+	require.Equal(t, http.StatusBadRequest, code)
+}

@@ -1,0 +1,141 @@
+// Package httpapi is anchord's HTTP surface: the route table, request decoding and size limits,
+// the mapping of errors to status codes and {"code","message"} bodies, /healthcheck and
+// /metrics, and the server's lifecycle (Run). It holds no business logic: handlers call the
+// interfaces of the components they front.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults of Config fields left zero.
+const (
+	ReadTimeoutDefault     = 10 * time.Second
+	WriteTimeoutDefault    = 30 * time.Second
+	IdleTimeoutDefault     = 2 * time.Minute
+	MaxBodyBytesDefault    = 64 << 10
+	ShutdownTimeoutDefault = 4 * time.Second
+	HealthTimeoutDefault   = 2 * time.Second
+)
+
+// Config configures the server.
+type Config struct {
+	// Addr is the listen address (host:port); port 0 picks a free port (see Server.Addr).
+	Addr            string
+	ReadTimeout     time.Duration
+	WriteTimeout    time.Duration
+	IdleTimeout     time.Duration
+	MaxBodyBytes    int64
+	ShutdownTimeout time.Duration
+	HealthTimeout   time.Duration
+
+	// Checks are the dependencies /healthcheck reports, by name ("database", "broker").
+	Checks map[string]CheckFunc
+	// Gatherer serves /metrics; nil disables the route.
+	Gatherer prometheus.Gatherer
+	// Routes registers further routes (the Sidetree API) on the mux; patterns use Go 1.22
+	// ServeMux syntax and are used as the route label of the request metrics.
+	Routes func(mux *http.ServeMux)
+
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Server is the HTTP server of one anchord instance.
+type Server struct {
+	cfg      Config
+	logger   *slog.Logger
+	listener net.Listener
+	srv      *http.Server
+}
+
+// New listens on cfg.Addr at once, so that an address in use is reported at start with the
+// parameter that set it, and builds the handler.
+func New(cfg Config) (*Server, error) {
+	cfg.ReadTimeout = cmpOr(cfg.ReadTimeout, ReadTimeoutDefault)
+	cfg.WriteTimeout = cmpOr(cfg.WriteTimeout, WriteTimeoutDefault)
+	cfg.IdleTimeout = cmpOr(cfg.IdleTimeout, IdleTimeoutDefault)
+	cfg.MaxBodyBytes = cmpOr(cfg.MaxBodyBytes, MaxBodyBytesDefault)
+	cfg.ShutdownTimeout = cmpOr(cfg.ShutdownTimeout, ShutdownTimeoutDefault)
+	cfg.HealthTimeout = cmpOr(cfg.HealthTimeout, HealthTimeoutDefault)
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	reg := cfg.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("GET /healthcheck", &healthHandler{checks: cfg.Checks, timeout: cfg.HealthTimeout})
+	if cfg.Gatherer != nil {
+		mux.Handle("GET /metrics", metricsHandler(cfg.Gatherer))
+	}
+	if cfg.Routes != nil {
+		cfg.Routes(mux)
+	}
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	s := &Server{cfg: cfg, logger: logger, listener: ln}
+	s.srv = &http.Server{
+		Handler:           instrument(mux, m, logger, cfg.MaxBodyBytes),
+		ReadTimeout:       cfg.ReadTimeout,
+		ReadHeaderTimeout: min(cfg.ReadTimeout, 5*time.Second),
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    32 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+	}
+	return s, nil
+}
+
+func cmpOr[T int64 | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// Addr returns the address the server listens on.
+func (s *Server) Addr() string { return s.listener.Addr().String() }
+
+// Run serves until ctx is done, then stops accepting, lets in-flight requests finish within the
+// shutdown timeout, and returns. It returns nil on a clean shutdown.
+func (s *Server) Run(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.srv.Serve(s.listener) }()
+	s.logger.InfoContext(ctx, "http server listening", "addr", s.Addr())
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer cancel()
+	err := s.srv.Shutdown(sctx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		return fmt.Errorf("http server: %w", serr)
+	}
+	if err != nil {
+		_ = s.srv.Close()
+		return fmt.Errorf("http server shutdown: %w", err)
+	}
+	return nil
+}

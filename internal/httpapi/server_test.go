@@ -1,0 +1,189 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/anchordtest"
+)
+
+type testBundle struct {
+	srv    *Server
+	base   string
+	reg    *prometheus.Registry
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func setup(t *testing.T, cfg Config) *testBundle {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.Registerer = reg
+	cfg.Gatherer = reg
+	cfg.Logger = anchordtest.Logger(t)
+	srv, err := New(cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	b := &testBundle{srv: srv, base: "http://" + srv.Addr(), reg: reg, cancel: cancel, done: done}
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, anchordtest.WaitOrTimeout(t, done, 10*time.Second))
+	})
+	return b
+}
+
+func get(t *testing.T, url string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, b
+}
+
+func TestHealthcheck(t *testing.T) {
+	t.Parallel()
+	var brokerErr error
+	b := setup(t, Config{Checks: map[string]CheckFunc{
+		"database": func(context.Context) error { return nil },
+		"broker":   func(context.Context) error { return brokerErr },
+	}})
+
+	code, body := get(t, b.base+"/healthcheck")
+	require.Equal(t, http.StatusOK, code)
+	var rep HealthReport
+	require.NoError(t, json.Unmarshal(body, &rep))
+	require.Equal(t, "up", rep.Status)
+	require.Equal(t, "up", rep.Checks["database"].Status)
+	require.Equal(t, "up", rep.Checks["broker"].Status)
+
+	brokerErr = errors.New("connection refused")
+	code, body = get(t, b.base+"/healthcheck")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.NoError(t, json.Unmarshal(body, &rep))
+	require.Equal(t, "down", rep.Status)
+	require.Equal(t, "up", rep.Checks["database"].Status)
+	require.Equal(t, "down", rep.Checks["broker"].Status)
+	require.Equal(t, "connection refused", rep.Checks["broker"].Error)
+}
+
+func TestHealthcheckTimesOutAHangingDependency(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{HealthTimeout: 100 * time.Millisecond, Checks: map[string]CheckFunc{
+		"database": func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() },
+	}})
+	start := time.Now()
+	code, _ := get(t, b.base+"/healthcheck")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Less(t, time.Since(start), 5*time.Second)
+}
+
+func TestMetricsRouteAndRequestMetrics(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Routes: func(mux *http.ServeMux) {
+		mux.HandleFunc("GET /things/{id}", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	}})
+	for _, id := range []string{"a", "b", "c"} {
+		code, _ := get(t, b.base+"/things/"+id)
+		require.Equal(t, http.StatusTeapot, code)
+	}
+	code, _ := get(t, b.base+"/nowhere")
+	require.Equal(t, http.StatusNotFound, code)
+
+	code, body := get(t, b.base+"/metrics")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, string(body), `anchord_http_requests_total{code="418",method="GET",route="GET /things/{id}"} 3`)
+	require.Contains(t, string(body), `route="unmatched"`)
+	require.Equal(t, 1, testutil.CollectAndCount(b.reg, "anchord_http_requests_in_flight"))
+}
+
+func TestBodyLimitAnswers413(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{MaxBodyBytes: 1024, Routes: func(mux *http.ServeMux) {
+		mux.HandleFunc("POST /echo", func(w http.ResponseWriter, r *http.Request) {
+			if _, err := io.ReadAll(r.Body); err != nil {
+				var mbe *http.MaxBytesError
+				require.ErrorAs(t, err, &mbe)
+				WriteError(w, http.StatusRequestEntityTooLarge, "body_too_large", err.Error())
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		})
+	}})
+	resp, err := http.Post(b.base+"/echo", "application/json", strings.NewReader(strings.Repeat("x", 1024)))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+
+	resp, err = http.Post(b.base+"/echo", "application/json", strings.NewReader(strings.Repeat("x", 1025)))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	var eb ErrorBody
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&eb))
+	require.Equal(t, "body_too_large", eb.Code)
+}
+
+func TestPanicBecomes500(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Routes: func(mux *http.ServeMux) {
+		mux.HandleFunc("GET /boom", func(http.ResponseWriter, *http.Request) { panic("boom") })
+	}})
+	code, body := get(t, b.base+"/boom")
+	require.Equal(t, http.StatusInternalServerError, code)
+	require.Contains(t, string(body), "internal_error")
+	code, _ = get(t, b.base+"/healthcheck")
+	require.Equal(t, http.StatusOK, code, "server keeps serving")
+}
+
+func TestRunDrainsInFlightRequests(t *testing.T) {
+	t.Parallel()
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	b := setup(t, Config{Routes: func(mux *http.ServeMux) {
+		mux.HandleFunc("GET /slow", func(w http.ResponseWriter, r *http.Request) {
+			close(entered)
+			<-release
+			w.WriteHeader(http.StatusOK)
+		})
+	}})
+	codes := make(chan int, 1)
+	go func() {
+		resp, err := http.Get(b.base + "/slow")
+		if err != nil {
+			codes <- 0
+			return
+		}
+		resp.Body.Close()
+		codes <- resp.StatusCode
+	}()
+	anchordtest.WaitOrTimeout(t, entered, 5*time.Second)
+	b.cancel()
+	close(release)
+	require.Equal(t, http.StatusOK, anchordtest.WaitOrTimeout(t, codes, 5*time.Second))
+	require.NoError(t, anchordtest.WaitOrTimeout(t, b.done, 5*time.Second))
+	b.done <- nil // let the cleanup's wait succeed
+	_, err := http.Get(b.base + "/healthcheck")
+	require.Error(t, err, "no longer accepting")
+}
+
+func TestNewReportsAddressInUse(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	_, err := New(Config{Addr: b.srv.Addr()})
+	require.ErrorContains(t, err, "listen on "+b.srv.Addr())
+}

@@ -1,0 +1,225 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/anchord/anchord/internal/intake"
+	"github.com/anchord/anchord/internal/sidetree"
+	"github.com/anchord/anchord/internal/store"
+)
+
+// Operations accepts operation requests (intake.Service).
+type Operations interface {
+	Submit(ctx context.Context, body []byte) ([]byte, error)
+}
+
+// Resolver resolves DIDs (observer.Resolver).
+type Resolver interface {
+	Resolve(ctx context.Context, did string) ([]byte, sidetree.ResolutionStatus, error)
+}
+
+// CASReader serves CAS content (cas.Store).
+type CASReader interface {
+	Get(ctx context.Context, cid string, maxSize int) ([]byte, error)
+}
+
+// AnchorLister lists anchors (the store).
+type AnchorLister interface {
+	AnchorList(ctx context.Context, p store.AnchorListParams) ([]store.Anchor, error)
+}
+
+// SidetreeConfig wires the Sidetree REST API.
+type SidetreeConfig struct {
+	Operations Operations
+	Resolver   Resolver
+	CAS        CASReader
+	// CASNotFound and CASTooLarge classify CAS errors (cas.ErrNotFound, cas.ErrTooLarge).
+	CASNotFound error
+	CASInvalid  error
+	Anchors     AnchorLister
+	// RetryAfter is the Retry-After of a 503.
+	RetryAfter time.Duration
+	// MaxCASSize bounds a CAS response (the largest batch file, 10 MB).
+	MaxCASSize int
+	Logger     *slog.Logger
+}
+
+// Anchor listing bounds.
+const (
+	anchorsLimitDefault = 100
+	anchorsLimitMax     = 1000
+)
+
+// SidetreeRoutes returns the route registration of the Sidetree REST API and CAS for
+// Config.Routes.
+func SidetreeRoutes(c SidetreeConfig) func(mux *http.ServeMux) {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.RetryAfter <= 0 {
+		c.RetryAfter = time.Second
+	}
+	return func(mux *http.ServeMux) {
+		mux.HandleFunc("POST /sidetree/v1/operations", c.postOperation)
+		mux.HandleFunc("GET /sidetree/v1/identifiers/{did}", c.getIdentifier)
+		mux.HandleFunc("GET /sidetree/v1/anchors", c.getAnchors)
+		mux.HandleFunc("GET /cas/{cid}", c.getCAS)
+	}
+}
+
+func (c SidetreeConfig) postOperation(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			WriteError(w, http.StatusRequestEntityTooLarge, "request_too_large", "request body exceeds "+strconv.FormatInt(mbe.Limit, 10)+" bytes")
+			return
+		}
+		WriteError(w, http.StatusBadRequest, "invalid_request", "read request body: "+err.Error())
+		return
+	}
+	resp, err := c.Operations.Submit(r.Context(), body)
+	if err != nil {
+		c.writeOperationError(w, r, err)
+		return
+	}
+	if resp == nil {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	w.Header().Set("Content-Type", "application/did+ld+json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(resp)
+}
+
+func (c SidetreeConfig) writeOperationError(w http.ResponseWriter, r *http.Request, err error) {
+	var se *sidetree.Error
+	switch {
+	case errors.As(err, &se):
+		WriteError(w, http.StatusBadRequest, string(se.Code), se.Message)
+	case errors.Is(err, intake.ErrRetryLater):
+		w.Header().Set("Retry-After", strconv.Itoa(int((c.RetryAfter+time.Second-1)/time.Second)))
+		WriteError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
+	case r.Context().Err() != nil:
+		// The client went away; nobody reads the answer.
+		WriteError(w, http.StatusServiceUnavailable, "canceled", "request canceled")
+	default:
+		c.Logger.ErrorContext(r.Context(), "submit operation", "error", err)
+		WriteError(w, http.StatusInternalServerError, "internal_error", "internal error")
+	}
+}
+
+func (c SidetreeConfig) getIdentifier(w http.ResponseWriter, r *http.Request) {
+	body, status, err := c.Resolver.Resolve(r.Context(), r.PathValue("did"))
+	var se *sidetree.Error
+	switch {
+	case errors.As(err, &se):
+		WriteError(w, http.StatusBadRequest, string(se.Code), se.Message)
+		return
+	case err != nil:
+		c.Logger.ErrorContext(r.Context(), "resolve", "error", err)
+		w.Header().Set("Retry-After", "1")
+		WriteError(w, http.StatusServiceUnavailable, "unavailable", "resolution unavailable")
+		return
+	}
+	switch status {
+	case sidetree.ResolutionNotFound:
+		WriteError(w, http.StatusNotFound, "not_found", "DID not found")
+	case sidetree.ResolutionDeactivated:
+		w.Header().Set("Content-Type", "application/did+ld+json")
+		w.WriteHeader(http.StatusGone)
+		_, _ = w.Write(body)
+	default:
+		w.Header().Set("Content-Type", "application/did+ld+json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body)
+	}
+}
+
+func (c SidetreeConfig) getCAS(w http.ResponseWriter, r *http.Request) {
+	data, err := c.CAS.Get(r.Context(), r.PathValue("cid"), c.MaxCASSize)
+	switch {
+	case c.CASNotFound != nil && errors.Is(err, c.CASNotFound):
+		WriteError(w, http.StatusNotFound, "not_found", "no content for this CID")
+		return
+	case c.CASInvalid != nil && errors.Is(err, c.CASInvalid):
+		WriteError(w, http.StatusBadRequest, "invalid_cid", err.Error())
+		return
+	case err != nil:
+		c.Logger.ErrorContext(r.Context(), "cas get", "error", err)
+		WriteError(w, http.StatusInternalServerError, "internal_error", "internal error")
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	_, _ = w.Write(data)
+}
+
+// AnchorView is one entry of GET /sidetree/v1/anchors.
+type AnchorView struct {
+	Seq            int64      `json:"seq"`
+	AnchorString   string     `json:"anchorString"`
+	CoreIndexCID   string     `json:"coreIndexCid"`
+	OperationCount int        `json:"operationCount"`
+	Backend        string     `json:"backend"`
+	Status         string     `json:"status"`
+	CreatedAt      time.Time  `json:"createdAt"`
+	CompletedAt    *time.Time `json:"completedAt,omitempty"`
+	ObservedAt     *time.Time `json:"observedAt,omitempty"`
+	Record         []byte     `json:"record,omitempty"`
+	Signature      []byte     `json:"signature,omitempty"`
+}
+
+// AnchorPage is the body of GET /sidetree/v1/anchors.
+type AnchorPage struct {
+	Anchors []AnchorView `json:"anchors"`
+	// Next is the `after` value of the next page; absent on the last page.
+	Next *int64 `json:"next,omitempty"`
+}
+
+func (c SidetreeConfig) getAnchors(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	after, limit := int64(0), anchorsLimitDefault
+	if v := q.Get("after"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			WriteError(w, http.StatusBadRequest, "invalid_parameter", "after must be a non-negative integer")
+			return
+		}
+		after = n
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > anchorsLimitMax {
+			WriteError(w, http.StatusBadRequest, "invalid_parameter", "limit must be an integer from 1 to "+strconv.Itoa(anchorsLimitMax))
+			return
+		}
+		limit = n
+	}
+	list, err := c.Anchors.AnchorList(r.Context(), store.AnchorListParams{AfterSeq: after, Limit: limit})
+	if err != nil {
+		c.Logger.ErrorContext(r.Context(), "list anchors", "error", err)
+		w.Header().Set("Retry-After", "1")
+		WriteError(w, http.StatusServiceUnavailable, "unavailable", "anchor list unavailable")
+		return
+	}
+	page := AnchorPage{Anchors: make([]AnchorView, len(list))}
+	for i, a := range list {
+		page.Anchors[i] = AnchorView{
+			Seq: a.Seq, AnchorString: a.AnchorString, CoreIndexCID: a.CoreIndexCID, OperationCount: a.OpCount,
+			Backend: a.Backend, Status: a.Status, CreatedAt: a.CreatedAt, CompletedAt: a.CompletedAt,
+			ObservedAt: a.ObservedAt, Record: a.Record, Signature: a.Signature,
+		}
+	}
+	if len(list) == limit {
+		next := list[len(list)-1].Seq
+		page.Next = &next
+	}
+	writeJSON(w, http.StatusOK, page)
+}

@@ -1,0 +1,10 @@
+// Package intake accepts operation requests: it validates each one statelessly (Sidetree
+// rules, signature, delta hash), refuses a second operation for a DID that already has one
+// pending, checks it against the DID's current anchored state, and queues it durably. Only
+// then does the caller answer 200.
+//
+// "Pending" covers an operation from the moment intake reserves its DID until the anchor that
+// carries it is observed (or the operation is parked): an operation validated while another for
+// the same DID is queued or anchored-but-not-yet-indexed would be checked against a state that
+// is about to change.
+package intake

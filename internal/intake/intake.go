@@ -1,0 +1,103 @@
+package intake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/anchord/anchord/internal/opqueue"
+	"github.com/anchord/anchord/internal/sidetree"
+)
+
+// ErrRetryLater wraps every failure that is not the request's fault: the queue is full or the
+// operation could not be stored. The request was not accepted; the client should retry (503).
+var ErrRetryLater = errors.New("operation not accepted; retry later")
+
+// CodeOperationPending is the 400 code of ErrPending, alongside the sidetree codes.
+const CodeOperationPending sidetree.Code = "operation_pending"
+
+// Queue is where accepted operations go.
+type Queue interface {
+	Add(ctx context.Context, op opqueue.NewOp) error
+}
+
+// StateFunc returns a DID's current anchored state (nil: no create anchored) and the version of
+// its anchored history (observer.Resolver.StateVersion).
+type StateFunc func(ctx context.Context, suffix string) (*sidetree.State, uint64, error)
+
+// Config configures a Service.
+type Config struct {
+	Profile    sidetree.Profile
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Service accepts operations.
+type Service struct {
+	cfg     Config
+	q       Queue
+	state   StateFunc
+	pending *Pending
+	m       *metrics
+}
+
+// New returns a Service.
+func New(cfg Config, q Queue, state StateFunc, pending *Pending) (*Service, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registerer == nil {
+		cfg.Registerer = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{cfg: cfg, q: q, state: state, pending: pending, m: m}, nil
+}
+
+// Submit validates and queues one operation request. It returns the response body: for a
+// create, the unpublished resolution result; nil otherwise. A rejection is a *sidetree.Error
+// (HTTP 400); an error wrapping ErrRetryLater means try later (503).
+func (s *Service) Submit(ctx context.Context, body []byte) ([]byte, error) {
+	op, err := sidetree.ParseOperation(body, s.cfg.Profile)
+	if err != nil {
+		s.m.rejected.WithLabelValues(string(sidetree.CodeOf(err))).Inc()
+		return nil, err
+	}
+	st, version, err := s.state(ctx, op.Suffix)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read DID state: %w", ErrRetryLater, err)
+	}
+	if !s.pending.Reserve(op.Suffix, version) {
+		s.m.rejected.WithLabelValues(string(CodeOperationPending)).Inc()
+		return nil, sidetree.Errorf(CodeOperationPending, "DID %s already has an operation pending; retry after it is anchored", op.Suffix)
+	}
+	resp, err := s.accept(ctx, op, st)
+	if err != nil {
+		s.pending.Release([]string{op.Suffix})
+		return nil, err
+	}
+	s.m.accepted.WithLabelValues(string(op.Type)).Inc()
+	return resp, nil
+}
+
+func (s *Service) accept(ctx context.Context, op *sidetree.Operation, st *sidetree.State) ([]byte, error) {
+	if err := st.Check(op); err != nil {
+		s.m.rejected.WithLabelValues(string(sidetree.CodeOf(err))).Inc()
+		return nil, err
+	}
+	if err := s.q.Add(ctx, opqueue.NewOp{Suffix: op.Suffix, Type: string(op.Type), Request: op.Request, Parsed: op}); err != nil {
+		if errors.Is(err, opqueue.ErrPushback) {
+			s.m.rejected.WithLabelValues("backlog").Inc()
+		}
+		return nil, fmt.Errorf("%w: %w", ErrRetryLater, err)
+	}
+	if op.Type == sidetree.OperationCreate {
+		return sidetree.RenderCreateResponse(s.cfg.Profile, op), nil
+	}
+	return nil, nil
+}

@@ -1,0 +1,106 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/config"
+	"github.com/anchord/anchord/internal/daemon"
+)
+
+// startAnchord runs an embedded anchord in this process until the test ends.
+func startAnchord(t *testing.T) string {
+	t.Helper()
+	cfg := config.Default()
+	cfg.HostURL = "127.0.0.1:0"
+	cfg.DataDir = t.TempDir()
+	cfg.BatchWriterTimeout = 100 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- daemon.Run(ctx, cfg, daemon.Options{Logger: anchordtest.DiscardLogger(), Ready: func(addr string) { ready <- addr }})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	return "http://" + anchordtest.WaitOrTimeout(t, ready, 30*time.Second)
+}
+
+func TestMixedRunAgainstAnEmbeddedServer(t *testing.T) {
+	t.Parallel()
+	target := startAnchord(t)
+	accepted := filepath.Join(t.TempDir(), "accepted.txt")
+	var out bytes.Buffer
+	cfg, err := Load([]string{
+		"--target", target, "--concurrency", "4", "--duration", "2s", "--mix", "create=40,update=40,recover=10,deactivate=10",
+		"--warmup-dids", "20", "--sample-every", "5", "--accepted-out", accepted,
+	}, func(string) (string, bool) { return "", false }, &out)
+	require.NoError(t, err)
+	sum, err := Run(context.Background(), cfg, &out)
+	require.NoError(t, err, out.String())
+
+	require.Positive(t, sum.Accepted)
+	require.Equal(t, sum.Sent, sum.Accepted, "every generated operation is valid: %v", sum.Errors)
+	require.Positive(t, sum.AcceptedByType["create"])
+	require.Positive(t, sum.AcceptedByType["update"], "published DIDs were updated")
+	require.Positive(t, sum.Followed)
+	require.Zero(t, sum.FollowTimeouts)
+	require.Positive(t, sum.POST[50])
+	require.Positive(t, sum.Resolve[95])
+	require.Contains(t, out.String(), "summary:")
+	require.Contains(t, out.String(), "accept→resolvable")
+
+	lines, err := os.ReadFile(accepted)
+	require.NoError(t, err)
+	require.Positive(t, sum.WarmupAccepted)
+	require.Len(t, strings.Split(strings.TrimSpace(string(lines)), "\n"), sum.WarmupAccepted+sum.Accepted, "one line per accepted operation, warm-up included")
+}
+
+func TestConfigErrorsNameTheParameter(t *testing.T) {
+	t.Parallel()
+	env := func(string) (string, bool) { return "", false }
+	for args, want := range map[string]string{
+		"--target ftp://x":           "--target",
+		"--concurrency 0":            "--concurrency",
+		"--mix create=1,delete=1":    "--mix",
+		"--duration 0s --count 0":    "--duration",
+		"--target http://a,nonsense": "--target",
+		"--key-pool 1":               "--key-pool",
+		"--rate -5":                  "--rate",
+	} {
+		_, err := Load(strings.Fields(args), env, &bytes.Buffer{})
+		require.ErrorContains(t, err, want, args)
+	}
+}
+
+func TestPercentilesAndMix(t *testing.T) {
+	t.Parallel()
+	var ds []time.Duration
+	for i := 1; i <= 100; i++ {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	p := percentiles(ds)
+	require.Equal(t, 50*time.Millisecond, p[50])
+	require.Equal(t, 95*time.Millisecond, p[95])
+	require.Equal(t, 100*time.Millisecond, p[100])
+	require.Empty(t, percentiles(nil))
+
+	m, err := parseMix("create=1,update=3")
+	require.NoError(t, err)
+	counts := map[string]int{}
+	for i := range 400 {
+		counts[m.pick(i)]++
+	}
+	require.Equal(t, map[string]int{"create": 100, "update": 300}, counts)
+	require.False(t, m.onlyCreates())
+}

@@ -1,0 +1,165 @@
+package loadgen
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// stats collects what a run measures. Safe for concurrent use.
+type stats struct {
+	mu        sync.Mutex
+	sent      int
+	accepted  int
+	byType    map[string]int
+	errors    map[string]int
+	post      []time.Duration // every POST
+	window    []time.Duration // POSTs since the last progress line
+	resolve   []time.Duration // accept → resolvable, followed operations
+	timeouts  int
+	following int
+}
+
+func newStats() *stats {
+	return &stats{byType: map[string]int{}, errors: map[string]int{}}
+}
+
+func (s *stats) posted(kind string, lat time.Duration, errCode string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent++
+	s.post = append(s.post, lat)
+	s.window = append(s.window, lat)
+	if errCode != "" {
+		s.errors[errCode]++
+		return
+	}
+	s.accepted++
+	s.byType[kind]++
+}
+
+func (s *stats) followStart() {
+	s.mu.Lock()
+	s.following++
+	s.mu.Unlock()
+}
+
+func (s *stats) followDone(lat time.Duration, measured, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.following--
+	switch {
+	case !ok:
+		s.timeouts++
+	case measured:
+		s.resolve = append(s.resolve, lat)
+	}
+}
+
+// progress writes one line about the last window.
+func (s *stats) progress(w io.Writer, elapsed time.Duration, lastAccepted *int) {
+	s.mu.Lock()
+	win := s.window
+	s.window = nil
+	accepted, sent, errs, following := s.accepted, s.sent, 0, s.following
+	for _, n := range s.errors {
+		errs += n
+	}
+	s.mu.Unlock()
+	p := percentiles(win)
+	fmt.Fprintf(w, "%6.1fs  sent %7d  accepted %7d (%6d/s)  errors %5d  POST p50 %7s p99 %7s  following %d\n",
+		elapsed.Seconds(), sent, accepted, accepted-*lastAccepted, errs, fmtDur(p[50]), fmtDur(p[99]), following)
+	*lastAccepted = accepted
+}
+
+// Summary is the result of a run.
+type Summary struct {
+	Elapsed        time.Duration
+	Sent           int
+	Accepted       int
+	AcceptedByType map[string]int
+	AcceptedPerSec float64
+	Errors         map[string]int
+	POST           map[int]time.Duration // percentile → latency (50, 95, 99, 100)
+	Resolve        map[int]time.Duration // accept → resolvable (50, 95, 100)
+	Followed       int
+	FollowTimeouts int
+	// WarmupAccepted counts the creates of a mixed run's warm-up; they are listed in
+	// --accepted-out (they are accepted operations) but not in the figures above.
+	WarmupAccepted int
+}
+
+func (s *stats) summary(elapsed time.Duration) Summary {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := Summary{
+		Elapsed: elapsed, Sent: s.sent, Accepted: s.accepted, AcceptedByType: map[string]int{}, Errors: map[string]int{},
+		POST: percentiles(s.post), Resolve: percentiles(s.resolve), Followed: len(s.resolve), FollowTimeouts: s.timeouts,
+	}
+	for k, v := range s.byType {
+		out.AcceptedByType[k] = v
+	}
+	for k, v := range s.errors {
+		out.Errors[k] = v
+	}
+	if elapsed > 0 {
+		out.AcceptedPerSec = float64(s.accepted) / elapsed.Seconds()
+	}
+	return out
+}
+
+// Write prints the summary.
+func (s Summary) Write(w io.Writer) {
+	fmt.Fprintf(w, "\nsummary: %d sent, %d accepted in %s: %.0f accepted/s\n", s.Sent, s.Accepted, s.Elapsed.Round(time.Millisecond), s.AcceptedPerSec)
+	fmt.Fprintf(w, "  accepted by type: %s\n", formatCounts(s.AcceptedByType))
+	fmt.Fprintf(w, "  POST latency:     p50 %s  p95 %s  p99 %s  max %s\n", fmtDur(s.POST[50]), fmtDur(s.POST[95]), fmtDur(s.POST[99]), fmtDur(s.POST[100]))
+	fmt.Fprintf(w, "  accept→resolvable: p50 %s  p95 %s  max %s  (%d followed, %d timed out)\n",
+		fmtDur(s.Resolve[50]), fmtDur(s.Resolve[95]), fmtDur(s.Resolve[100]), s.Followed, s.FollowTimeouts)
+	fmt.Fprintf(w, "  errors by code:   %s\n", formatCounts(s.Errors))
+}
+
+func formatCounts(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// percentiles returns p50, p95, p99 and the maximum (100) of ds (nearest rank).
+func percentiles(ds []time.Duration) map[int]time.Duration {
+	out := map[int]time.Duration{}
+	if len(ds) == 0 {
+		return out
+	}
+	sorted := append([]time.Duration(nil), ds...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	for _, p := range []int{50, 95, 99, 100} {
+		rank := (p*len(sorted) + 99) / 100
+		out[p] = sorted[max(rank-1, 0)]
+	}
+	return out
+}
+
+func fmtDur(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "-"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < time.Second:
+		return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000)
+	}
+	return fmt.Sprintf("%.2fs", d.Seconds())
+}

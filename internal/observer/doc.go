@@ -1,0 +1,12 @@
+// Package observer turns completed anchors into per-DID operation history and resolves DIDs
+// from it.
+//
+// The Observer reads each completed anchor's batch files from CAS with the Sidetree batch
+// reader and, in one transaction, adds its operations to did_operations and marks the anchor
+// observed. The mark is conditional (observed_at IS NULL), so an anchor is indexed exactly once
+// even when several observers race or one crashes between reading and committing: the loser's
+// transaction rolls back, and a crash before the commit leaves the anchor to be observed again.
+//
+// The Resolver runs the Sidetree resolution state machine over a DID's indexed operations, in
+// anchor order (anchor sequence, then position in the batch).
+package observer

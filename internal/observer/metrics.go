@@ -1,0 +1,43 @@
+package observer
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	observed   prometheus.Counter
+	operations prometheus.Counter
+	invalid    prometheus.Counter
+	lag        prometheus.Histogram
+	duration   prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		observed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "anchord_observer_anchors_total", Help: "Anchors observed (operations indexed per DID).",
+		}),
+		operations: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "anchord_observer_operations_total", Help: "Operations indexed per DID.",
+		}),
+		invalid: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "anchord_observer_invalid_batches_total", Help: "Anchored batches (or their provisional files) the reader rejected.",
+		}),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "anchord_observer_lag_seconds", Help: "Time from an anchor's completion to its observation.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "anchord_observer_duration_seconds", Help: "Time to read and index one anchor.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.observed, m.operations, m.invalid, m.lag, m.duration} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register observer metrics: %w", err)
+		}
+	}
+	return m, nil
+}

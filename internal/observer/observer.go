@@ -1,0 +1,289 @@
+package observer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/anchord/anchord/internal/failpoint"
+	"github.com/anchord/anchord/internal/loop"
+	"github.com/anchord/anchord/internal/sidetree"
+	"github.com/anchord/anchord/internal/sidetree/batchfile"
+	"github.com/anchord/anchord/internal/store"
+	"github.com/anchord/anchord/internal/testsignal"
+)
+
+// PollIntervalDefault is how often the Observer looks for completed anchors without being told:
+// anchors completed by another instance or by a ledger's status poller arrive this way.
+const PollIntervalDefault = time.Second
+
+// FetchFunc reads CAS content (cas.Store.FetchFunc).
+type FetchFunc func(ctx context.Context) func(uri string, maxSize int) ([]byte, error)
+
+// Config configures an Observer.
+type Config struct {
+	Profile      sidetree.Profile
+	Limits       batchfile.Limits
+	PollInterval time.Duration
+	// ReleaseFunc, if set, is told the DID suffixes of every observed anchor: they are no
+	// longer pending.
+	ReleaseFunc func(suffixes []string)
+	// Known, if set, learns every suffix indexed, before its transaction commits. Setting it
+	// declares this Observer the only writer of the per-DID index (embedded mode).
+	Known *Known
+	// Resolver, if set, is told of every suffix indexed, before and after the commit. With
+	// Known also set it then trusts its cached states without reading the index.
+	Resolver   *Resolver
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Observer indexes completed anchors.
+type Observer struct {
+	cfg    Config
+	st     store.Store
+	fetch  FetchFunc
+	m      *metrics
+	wake   chan struct{}
+	signal testsignal.Signal[Result]
+
+	mu      sync.Mutex
+	handoff map[int64][]sidetree.AnchoredOperation
+}
+
+// New returns an Observer.
+func New(cfg Config, st store.Store, fetch FetchFunc) (*Observer, error) {
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = PollIntervalDefault
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registerer == nil {
+		cfg.Registerer = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Resolver != nil && cfg.Known != nil {
+		cfg.Resolver.trustCache()
+	}
+	return &Observer{cfg: cfg, st: st, fetch: fetch, m: m, wake: make(chan struct{}, 1), handoff: map[int64][]sidetree.AnchoredOperation{}}, nil
+}
+
+// Handoff gives the observer the operations of anchor seq as the batch writer built them, so
+// that it indexes them without reading the batch files back from CAS. The handoff lives in
+// memory only: after a restart the observer reads the files, as it does for anchors written by
+// other instances.
+func (o *Observer) Handoff(seq int64, ops []sidetree.AnchoredOperation) {
+	o.mu.Lock()
+	o.handoff[seq] = ops
+	o.mu.Unlock()
+	o.Notify()
+}
+
+// Notify wakes the Observer: an anchor was completed.
+func (o *Observer) Notify() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Result describes one runOnce.
+type Result struct {
+	// Seq is the anchor observed; zero when there was none to observe.
+	Seq int64
+	// Operations is the number of operations indexed.
+	Operations int
+	// Lag is the time from the anchor's completion to its observation.
+	Lag time.Duration
+}
+
+// Run observes anchors as they complete until ctx is done.
+func (o *Observer) Run(ctx context.Context) error {
+	failures := 0
+	for {
+		res, err := o.runOnce(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			failures++
+			wait := loop.Backoff(failures, 100*time.Millisecond, 2, 10*time.Second)
+			o.cfg.Logger.ErrorContext(ctx, "observe anchor", "error", err, "retry_in", wait)
+			if !loop.Sleep(ctx, wait) {
+				return nil
+			}
+			continue
+		case res.Seq != 0:
+			failures = 0
+			continue // there may be more
+		}
+		failures = 0
+		t := time.NewTimer(o.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-o.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// CatchUp observes every anchor that is complete now. The daemon calls it before serving, so
+// that after a restart no DID is reported as pending-free while its anchored operation is not
+// yet indexed.
+func (o *Observer) CatchUp(ctx context.Context) (int, error) {
+	n := 0
+	for {
+		res, err := o.runOnce(ctx)
+		if err != nil {
+			return n, err
+		}
+		if res.Seq == 0 {
+			return n, nil
+		}
+		n++
+	}
+}
+
+// runOnce observes the oldest completed, unobserved anchor, if any.
+func (o *Observer) runOnce(ctx context.Context) (Result, error) {
+	a, err := o.st.AnchorNextToObserve(ctx)
+	if errors.Is(err, store.ErrNotFound) {
+		return Result{}, nil
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return o.observe(ctx, a)
+}
+
+// ObserveSeq observes anchor seq if it is completed and not yet observed; otherwise it does
+// nothing. It is the handler of the anchor topic in cluster mode: whichever instance receives an
+// anchor's message indexes it, and a message delivered twice, or racing the sweep, indexes nothing
+// twice.
+func (o *Observer) ObserveSeq(ctx context.Context, seq int64) (Result, error) {
+	a, err := o.st.AnchorGet(ctx, seq)
+	if errors.Is(err, store.ErrNotFound) {
+		return Result{}, nil
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	if a.Status != store.AnchorCompleted || a.ObservedAt != nil {
+		return Result{}, nil
+	}
+	return o.observe(ctx, a)
+}
+
+func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) {
+	start := time.Now()
+	o.mu.Lock()
+	handed, ok := o.handoff[a.Seq]
+	o.mu.Unlock()
+	var ops []store.DIDOperation
+	if ok {
+		ops = rows(a.Seq, handed)
+	} else {
+		// The files are read outside the write transaction: on SQLite a write transaction
+		// blocks every other writer (the operation queue's commits) for as long as it lasts.
+		var err error
+		if ops, err = o.read(ctx, a); err != nil {
+			return Result{}, err
+		}
+	}
+	suffixes := make([]string, len(ops))
+	for i, op := range ops {
+		suffixes[i] = op.Suffix
+	}
+	if o.cfg.Known != nil {
+		// Before the commit: a request that reads "not indexed" from the filter must never see
+		// a suffix the database already has. A failed commit only leaves a false positive.
+		o.cfg.Known.Add(suffixes)
+	}
+	if o.cfg.Resolver != nil {
+		o.cfg.Resolver.Invalidate(suffixes)
+	}
+	err := o.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+		if err := tx.DIDOperationInsertMany(ctx, ops); err != nil {
+			return err
+		}
+		if err := tx.AnchorMarkObserved(ctx, a.Seq); err != nil {
+			return err
+		}
+		failpoint.Hit(failpoint.ObserverBeforeCommit)
+		return nil
+	})
+	if o.cfg.Resolver != nil {
+		o.cfg.Resolver.Invalidate(suffixes) // after the commit (or the rollback), before anyone is told
+	}
+	if err == nil || errors.Is(err, store.ErrNotFound) {
+		o.mu.Lock()
+		delete(o.handoff, a.Seq)
+		o.mu.Unlock()
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		// Another observer indexed it first; our inserts were rolled back.
+		return Result{Seq: a.Seq}, nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("observe anchor %d: %w", a.Seq, err)
+	}
+	res := Result{Seq: a.Seq, Operations: len(ops)}
+	if a.CompletedAt != nil {
+		res.Lag = time.Since(*a.CompletedAt)
+		o.m.lag.Observe(res.Lag.Seconds())
+	}
+	o.m.observed.Inc()
+	o.m.operations.Add(float64(len(ops)))
+	o.m.duration.Observe(time.Since(start).Seconds())
+	if o.cfg.ReleaseFunc != nil {
+		o.cfg.ReleaseFunc(suffixes)
+	}
+	o.cfg.Logger.DebugContext(ctx, "anchor observed", "seq", a.Seq, "anchor", a.AnchorString, "operations", len(ops))
+	o.signal.Signal(res)
+	return res, nil
+}
+
+// read returns the operations of anchor a as index rows. A batch the reader rejects for good is
+// indexed as empty, as every Sidetree node would ignore it; a fetch failure is returned for a
+// retry.
+func (o *Observer) read(ctx context.Context, a store.Anchor) ([]store.DIDOperation, error) {
+	b, err := batchfile.Read(o.cfg.Profile, a.AnchorString, o.fetch(ctx), o.cfg.Limits)
+	var fe *batchfile.FetchError
+	if errors.As(err, &fe) {
+		return nil, fmt.Errorf("read anchor %d: %w", a.Seq, err)
+	}
+	if err != nil {
+		o.m.invalid.Inc()
+		o.cfg.Logger.ErrorContext(ctx, "anchored batch is invalid; its operations are ignored", "seq", a.Seq, "anchor", a.AnchorString, "error", err)
+		return nil, nil
+	}
+	if b.ProvisionalErr != nil {
+		if errors.As(b.ProvisionalErr, &fe) {
+			return nil, fmt.Errorf("read anchor %d: %w", a.Seq, b.ProvisionalErr)
+		}
+		o.m.invalid.Inc()
+		o.cfg.Logger.ErrorContext(ctx, "provisional files of an anchored batch are invalid; its updates are ignored", "seq", a.Seq, "error", b.ProvisionalErr)
+	}
+	return rows(a.Seq, b.Operations), nil
+}
+
+// rows turns a batch's operations into index rows of anchor seq.
+func rows(seq int64, ops []sidetree.AnchoredOperation) []store.DIDOperation {
+	out := make([]store.DIDOperation, len(ops))
+	for i, op := range ops {
+		out[i] = store.DIDOperation{Suffix: op.Suffix, AnchorSeq: seq, Index: op.Position, Type: string(op.Type), Request: op.Request}
+	}
+	return out
+}

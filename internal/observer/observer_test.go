@@ -1,0 +1,459 @@
+package observer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/anchor"
+	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/cas"
+	"github.com/anchord/anchord/internal/pubsub"
+	"github.com/anchord/anchord/internal/pubsub/mempubsub"
+	"github.com/anchord/anchord/internal/sidetree"
+	"github.com/anchord/anchord/internal/sidetree/batchfile"
+	"github.com/anchord/anchord/internal/sidetree/wallet"
+	"github.com/anchord/anchord/internal/store"
+	"github.com/anchord/anchord/internal/store/storetest"
+)
+
+type testBundle struct {
+	st       store.Store
+	cas      *cas.Store
+	anchors  *anchor.Writer
+	wallet   *wallet.Wallet
+	released chan []string
+	failCAS  atomic.Bool
+}
+
+func setup(t *testing.T, st store.Store) *testBundle {
+	t.Helper()
+	cs, err := cas.NewStore(cas.StoreConfig{}, st)
+	require.NoError(t, err)
+	key, err := anchor.LoadOrCreateDomainKey(context.Background(), st)
+	require.NoError(t, err)
+	aw, err := anchor.NewWriter(anchor.Config{}, anchor.NewLocal(key))
+	require.NoError(t, err)
+	return &testBundle{st: st, cas: cs, anchors: aw, wallet: wallet.New(wallet.Config{}), released: make(chan []string, 100)}
+}
+
+func (b *testBundle) observer(t *testing.T) *Observer {
+	t.Helper()
+	fetch := func(ctx context.Context) func(string, int) ([]byte, error) {
+		real := b.cas.FetchFunc(ctx)
+		return func(uri string, max int) ([]byte, error) {
+			if b.failCAS.Load() {
+				return nil, errors.New("cas unreachable")
+			}
+			return real(uri, max)
+		}
+	}
+	o, err := New(Config{Profile: sidetree.DefaultProfile(), ReleaseFunc: func(s []string) { b.released <- s }, Logger: anchordtest.Logger(t)}, b.st, fetch)
+	require.NoError(t, err)
+	o.signal.Init(t)
+	return o
+}
+
+// anchorOps builds, stores and anchors a batch of requests (as the batch writer does) and
+// returns the anchor.
+func (b *testBundle) anchorOps(t *testing.T, reqs ...[]byte) store.Anchor {
+	t.Helper()
+	ctx := context.Background()
+	var ops []*sidetree.Operation
+	var refs []anchor.OpRef
+	for _, r := range reqs {
+		op, err := sidetree.ParseOperation(r, sidetree.DefaultProfile())
+		require.NoError(t, err)
+		ops = append(ops, op)
+		refs = append(refs, anchor.OpRef{Suffix: op.Suffix, Type: string(op.Type)})
+	}
+	files, err := batchfile.Build(ops, b.cas.Address, batchfile.Limits{})
+	require.NoError(t, err)
+	for _, f := range files.List() {
+		require.NoError(t, b.cas.PutAddressed(ctx, f.URI, f.Data))
+	}
+	var a store.Anchor
+	require.NoError(t, b.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+		var err error
+		a, err = b.anchors.Write(ctx, tx, anchor.Request{AnchorString: files.Anchor.String(), CoreIndexCID: files.CoreIndex.URI, OpCount: len(ops), Ops: refs})
+		return err
+	}))
+	return a
+}
+
+func TestObserveIndexesAnchorsAndResolves(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st store.Store) {
+		b := setup(t, st)
+		ctx := context.Background()
+		o := b.observer(t)
+		r := NewResolver(sidetree.DefaultProfile(), st, nil)
+
+		alice, createA, err := b.wallet.Create()
+		require.NoError(t, err)
+		bob, createB, err := b.wallet.Create()
+		require.NoError(t, err)
+		a1 := b.anchorOps(t, createA, createB)
+
+		// Before observation nobody can see them.
+		body, status, err := r.Resolve(ctx, alice.DID())
+		require.NoError(t, err)
+		require.Equal(t, sidetree.ResolutionNotFound, status)
+		require.Nil(t, body)
+
+		res, err := o.runOnce(ctx)
+		require.NoError(t, err)
+		require.Equal(t, a1.Seq, res.Seq)
+		require.Equal(t, 2, res.Operations)
+		require.ElementsMatch(t, []string{alice.Suffix, bob.Suffix}, anchordtest.WaitOrTimeout(t, b.released, time.Second))
+
+		st1, err := r.State(ctx, alice.Suffix)
+		require.NoError(t, err)
+		require.NotNil(t, st1)
+		require.True(t, st1.Published)
+		require.Equal(t, alice.UpdateKey.Commitment(), st1.UpdateCommitment)
+
+		// An update in a later anchor moves the state on.
+		update, err := b.wallet.Update(alice)
+		require.NoError(t, err)
+		b.anchorOps(t, update)
+		_, err = o.CatchUp(ctx)
+		require.NoError(t, err)
+		st2, err := r.State(ctx, alice.Suffix)
+		require.NoError(t, err)
+		require.Equal(t, alice.UpdateKey.Commitment(), st2.UpdateCommitment)
+
+		// Deactivated: 410 with the deactivated document.
+		deact, err := b.wallet.Deactivate(bob)
+		require.NoError(t, err)
+		b.anchorOps(t, deact)
+		_, err = o.CatchUp(ctx)
+		require.NoError(t, err)
+		_, status, err = r.Resolve(ctx, bob.DID())
+		require.NoError(t, err)
+		require.Equal(t, sidetree.ResolutionDeactivated, status)
+
+		// Malformed DIDs are rejections, not failures.
+		_, _, err = r.Resolve(ctx, "did:other:abc")
+		require.Equal(t, sidetree.CodeInvalidDID, sidetree.CodeOf(err))
+
+		// Nothing left: runOnce reports no anchor.
+		res, err = o.runOnce(ctx)
+		require.NoError(t, err)
+		require.Zero(t, res.Seq)
+	})
+}
+
+func TestConcurrentObserversIndexEachAnchorOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st store.Store) {
+		b := setup(t, st)
+		ctx := context.Background()
+		var want []string
+		for range 6 {
+			id, req, err := b.wallet.Create()
+			require.NoError(t, err)
+			want = append(want, id.Suffix)
+			b.anchorOps(t, req)
+		}
+		observers := []*Observer{b.observer(t), b.observer(t), b.observer(t)}
+		var wg sync.WaitGroup
+		for _, o := range observers {
+			wg.Go(func() {
+				_, err := o.CatchUp(ctx)
+				if err != nil {
+					t.Errorf("catch up: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		for _, s := range want {
+			rows, err := st.DIDOperationList(ctx, s)
+			require.NoError(t, err)
+			require.Len(t, rows, 1, "indexed exactly once")
+		}
+	})
+}
+
+func TestFetchFailureLeavesAnchorForLater(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	b := setup(t, st)
+	ctx := context.Background()
+	id, req, err := b.wallet.Create()
+	require.NoError(t, err)
+	a := b.anchorOps(t, req)
+	o := b.observer(t)
+
+	b.failCAS.Store(true)
+	_, err = o.runOnce(ctx)
+	require.ErrorContains(t, err, "cas unreachable")
+	got, err := st.AnchorGet(ctx, a.Seq)
+	require.NoError(t, err)
+	require.Nil(t, got.ObservedAt, "not marked: it will be read again")
+
+	b.failCAS.Store(false)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- o.Run(runCtx) }()
+	res := o.signal.WaitOrTimeout(t, 10*time.Second)
+	cancel()
+	require.NoError(t, <-done)
+	require.Equal(t, a.Seq, res.Seq)
+	rows, err := st.DIDOperationList(ctx, id.Suffix)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+}
+
+func TestInvalidBatchIsObservedEmpty(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	b := setup(t, st)
+	ctx := context.Background()
+	// An anchor whose core index file is not a batch file: every node ignores it.
+	cid, err := b.cas.Put(ctx, []byte("not gzip"))
+	require.NoError(t, err)
+	a, err := st.AnchorInsert(ctx, store.AnchorInsertParams{AnchorString: "1." + cid, CoreIndexCID: cid, OpCount: 1, Backend: "local", Status: store.AnchorCompleted})
+	require.NoError(t, err)
+	res, err := b.observer(t).runOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, a.Seq, res.Seq)
+	require.Zero(t, res.Operations)
+	got, err := st.AnchorGet(ctx, a.Seq)
+	require.NoError(t, err)
+	require.NotNil(t, got.ObservedAt)
+}
+
+func TestResolveLongFormUnpublishedThenPublished(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	b := setup(t, st)
+	ctx := context.Background()
+	r := NewResolver(sidetree.DefaultProfile(), st, nil)
+	_, req, err := b.wallet.Create()
+	require.NoError(t, err)
+	op, err := sidetree.ParseOperation(req, sidetree.DefaultProfile())
+	require.NoError(t, err)
+	long, err := sidetree.LongFormDID(sidetree.DefaultProfile(), op)
+	require.NoError(t, err)
+
+	body, status, err := r.Resolve(ctx, long)
+	require.NoError(t, err)
+	require.Equal(t, sidetree.ResolutionFound, status)
+	require.Contains(t, string(body), `"published":false`)
+
+	b.anchorOps(t, req)
+	_, err = b.observer(t).CatchUp(ctx)
+	require.NoError(t, err)
+	body, status, err = r.Resolve(ctx, long)
+	require.NoError(t, err)
+	require.Equal(t, sidetree.ResolutionFound, status)
+	require.Contains(t, string(body), `"published":true`)
+	require.Contains(t, string(body), `"canonicalId":"did:sidetree:`+op.Suffix+`"`)
+}
+
+func TestResolverCacheFollowsNewOperations(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	b := setup(t, st)
+	ctx := context.Background()
+	r := NewResolver(sidetree.DefaultProfile(), st, nil)
+	r.max = 2
+	o := b.observer(t)
+
+	alice, create, err := b.wallet.Create()
+	require.NoError(t, err)
+	b.anchorOps(t, create)
+	_, err = o.CatchUp(ctx)
+	require.NoError(t, err)
+	first, err := r.State(ctx, alice.Suffix)
+	require.NoError(t, err)
+	again, err := r.State(ctx, alice.Suffix)
+	require.NoError(t, err)
+	require.Same(t, first, again, "unchanged rows: the cached state")
+
+	update, err := b.wallet.Update(alice)
+	require.NoError(t, err)
+	b.anchorOps(t, update)
+	_, err = o.CatchUp(ctx)
+	require.NoError(t, err)
+	after, err := r.State(ctx, alice.Suffix)
+	require.NoError(t, err)
+	require.NotSame(t, first, after)
+	require.Equal(t, alice.UpdateKey.Commitment(), after.UpdateCommitment)
+
+	// The cache stays within its bound.
+	for range 3 {
+		id, req, err := b.wallet.Create()
+		require.NoError(t, err)
+		b.anchorOps(t, req)
+		_, err = o.CatchUp(ctx)
+		require.NoError(t, err)
+		_, err = r.State(ctx, id.Suffix)
+		require.NoError(t, err)
+	}
+	require.LessOrEqual(t, len(r.cache), 2)
+}
+
+func TestAnchorTopicObservesEachAnchorOnce(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	b := setup(t, st)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	broker := mempubsub.NewBroker(pubsub.Topics...)
+	ps, err := mempubsub.New(mempubsub.Config{Broker: broker})
+	require.NoError(t, err)
+	defer ps.Close()
+	o := b.observer(t)
+	done := make(chan error, 1)
+	go func() { done <- o.Subscribe(ctx, ps, 2) }()
+
+	id, req, err := b.wallet.Create()
+	require.NoError(t, err)
+	a := b.anchorOps(t, req)
+	// Announced twice (a redelivery): indexed once.
+	require.NoError(t, ps.Publish(ctx, pubsub.TopicAnchor, AnchorMessage(a.Seq), AnchorMessage(a.Seq)))
+	res := o.signal.WaitOrTimeout(t, 10*time.Second)
+	require.Equal(t, a.Seq, res.Seq)
+	anchordtest.Eventually(t, 5*time.Second, 5*time.Millisecond, func() bool { return broker.Len(pubsub.TopicAnchor) == 0 })
+	rows, err := st.DIDOperationList(ctx, id.Suffix)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+
+	// A pending anchor is not observed when announced; an unknown one is ignored.
+	res, err = o.ObserveSeq(ctx, a.Seq+100)
+	require.NoError(t, err)
+	require.Zero(t, res.Seq)
+	cancel()
+	require.NoError(t, <-done)
+}
+
+func TestKnownFilterSkipsReadsOnlyForNewDIDs(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	b := setup(t, st)
+	ctx := context.Background()
+	alice, create, err := b.wallet.Create()
+	require.NoError(t, err)
+	b.anchorOps(t, create)
+
+	// A filter loaded at start knows what was indexed before; the observer teaches it the rest.
+	known, err := LoadKnown(ctx, st)
+	require.NoError(t, err)
+	require.False(t, known.MayContain(alice.Suffix), "not indexed yet")
+	o, err := New(Config{Profile: sidetree.DefaultProfile(), Known: known}, st, b.cas.FetchFunc)
+	require.NoError(t, err)
+	_, err = o.CatchUp(ctx)
+	require.NoError(t, err)
+	require.True(t, known.MayContain(alice.Suffix))
+	r := NewResolver(sidetree.DefaultProfile(), st, known)
+	state, err := r.State(ctx, alice.Suffix)
+	require.NoError(t, err)
+	require.NotNil(t, state)
+
+	reloaded, err := LoadKnown(ctx, st)
+	require.NoError(t, err)
+	require.True(t, reloaded.MayContain(alice.Suffix))
+	bob, _, err := b.wallet.Create()
+	require.NoError(t, err)
+	state, err = NewResolver(sidetree.DefaultProfile(), st, reloaded).State(ctx, bob.Suffix)
+	require.NoError(t, err)
+	require.Nil(t, state)
+}
+
+func TestKnownFilterGrowsWithoutLosingAnything(t *testing.T) {
+	t.Parallel()
+	k := NewKnown()
+	var all []string
+	for i := range 3 * knownInitialCapacity / 2 {
+		all = append(all, fmt.Sprintf("EiSuffix%08d", i))
+	}
+	k.Add(all)
+	require.Len(t, k.filters, 2, "a second, larger filter once the first is full")
+	for _, s := range all {
+		if !k.MayContain(s) {
+			t.Fatalf("%s added but reported absent", s)
+		}
+	}
+	fp := 0
+	for i := range 100_000 {
+		if k.MayContain(fmt.Sprintf("EiOther%08d", i)) {
+			fp++
+		}
+	}
+	require.Less(t, fp, 1_500, "false positives stay near the configured rate (%d in 100,000)", fp)
+}
+
+// countingIndex counts reads of the per-DID index.
+type countingIndex struct {
+	store.Executor
+	reads atomic.Int64
+}
+
+func (c *countingIndex) DIDOperationList(ctx context.Context, suffix string) ([]store.DIDOperation, error) {
+	c.reads.Add(1)
+	return c.Executor.DIDOperationList(ctx, suffix)
+}
+
+func TestTrustedCacheIsNeverStale(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	b := setup(t, st)
+	ctx := context.Background()
+	known, err := LoadKnown(ctx, st)
+	require.NoError(t, err)
+	index := &countingIndex{Executor: st}
+	r := NewResolver(sidetree.DefaultProfile(), index, known)
+	o, err := New(Config{Profile: sidetree.DefaultProfile(), Known: known, Resolver: r}, st, b.cas.FetchFunc)
+	require.NoError(t, err)
+
+	alice, create, err := b.wallet.Create()
+	require.NoError(t, err)
+	b.anchorOps(t, create)
+	_, err = o.CatchUp(ctx)
+	require.NoError(t, err)
+	first, err := r.State(ctx, alice.Suffix)
+	require.NoError(t, err)
+	again, err := r.State(ctx, alice.Suffix)
+	require.NoError(t, err)
+	require.Same(t, first, again)
+	require.EqualValues(t, 1, index.reads.Load(), "the only writer announces every write: a cached state needs no read")
+
+	// Readers hammer the DID while its updates are indexed: once an update's indexing returned,
+	// no reader may see the state before it, however their reads interleaved with the commit.
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for range 4 {
+		readers.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := r.State(ctx, alice.Suffix)
+				assert.NoError(t, err)
+			}
+		})
+	}
+	for range 20 {
+		update, err := b.wallet.Update(alice)
+		require.NoError(t, err)
+		b.anchorOps(t, update)
+		_, err = o.CatchUp(ctx)
+		require.NoError(t, err)
+		state, err := r.State(ctx, alice.Suffix)
+		require.NoError(t, err)
+		require.Equal(t, alice.UpdateKey.Commitment(), state.UpdateCommitment)
+	}
+	close(stop)
+	readers.Wait()
+}

@@ -1,0 +1,157 @@
+package observer
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"sync"
+
+	"github.com/anchord/anchord/internal/sidetree"
+	"github.com/anchord/anchord/internal/store"
+)
+
+// StateCacheSizeDefault bounds the resolver's state cache (entries, one per DID).
+const StateCacheSizeDefault = 100_000
+
+// Resolver resolves DIDs from the per-DID index.
+//
+// Resolution verifies the signature of every operation it applies, so resolving a DID with many
+// operations again and again (intake checks the current state before every update) would repeat
+// that work. The Resolver therefore caches each DID's state together with a fingerprint of the
+// index rows it was computed from; the rows are read on every call, and any new row — however it
+// sorts — changes the fingerprint and the state is computed afresh.
+//
+// When this process's Observer is the only writer of the index (embedded mode), it tells the
+// Resolver of every write (see Config.Resolver), and a cached state is returned without reading
+// the rows at all. Under a mixed load that read was most of the server's CPU: with commits every
+// few milliseconds, SQLite drops each reader connection's page cache at the start of nearly every
+// read, so each lookup walks the B-tree afresh.
+type Resolver struct {
+	profile sidetree.Profile
+	st      store.Executor
+
+	known *Known // nil: always read the database
+
+	mu        sync.Mutex
+	cache     map[string]cachedState
+	max       int
+	exclusive bool   // every index write is announced through Invalidate
+	epoch     uint64 // advanced by every Invalidate
+}
+
+type cachedState struct {
+	fingerprint uint64
+	state       *sidetree.State
+}
+
+// NewResolver returns a Resolver. known, when not nil, lets it answer "not anchored" for a DID
+// the filter has never seen without reading the database (embedded mode only: see Known).
+func NewResolver(p sidetree.Profile, st store.Executor, known *Known) *Resolver {
+	return &Resolver{profile: p, st: st, known: known, cache: make(map[string]cachedState), max: StateCacheSizeDefault}
+}
+
+// State returns the current state of the DID with the given suffix, or nil when no create of
+// it is anchored. The returned state is shared: callers must not modify it.
+func (r *Resolver) State(ctx context.Context, suffix string) (*sidetree.State, error) {
+	st, _, err := r.StateVersion(ctx, suffix)
+	return st, err
+}
+
+// StateVersion is State plus a version of the DID's anchored history: it changes whenever an
+// operation of the DID is indexed (0 when there is none).
+func (r *Resolver) StateVersion(ctx context.Context, suffix string) (*sidetree.State, uint64, error) {
+	if r.known != nil && !r.known.MayContain(suffix) {
+		return nil, 0, nil
+	}
+	r.mu.Lock()
+	c, ok := r.cache[suffix]
+	exclusive, epoch := r.exclusive, r.epoch
+	r.mu.Unlock()
+	if ok && exclusive {
+		return c.state, c.fingerprint, nil
+	}
+	rows, err := r.st.DIDOperationList(ctx, suffix)
+	if err != nil {
+		return nil, 0, fmt.Errorf("resolve %s: %w", suffix, err)
+	}
+	if len(rows) == 0 {
+		return nil, 0, nil
+	}
+	fp := fingerprint(rows)
+	if ok && c.fingerprint == fp {
+		return c.state, fp, nil
+	}
+	ops := make([]sidetree.AnchoredOperation, len(rows))
+	for i, row := range rows {
+		ops[i] = sidetree.AnchoredOperation{
+			Sequence: uint64(row.AnchorSeq), Position: row.Index,
+			Type: sidetree.OperationType(row.Type), Suffix: row.Suffix, Request: row.Request,
+		}
+	}
+	state := sidetree.Resolve(r.profile, suffix, ops)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.exclusive && r.epoch != epoch {
+		// An index write began since the rows were read: they may be stale, and a stale entry
+		// would be trusted. The next call reads again.
+		return state, fp, nil
+	}
+	if len(r.cache) >= r.max {
+		for k := range r.cache { // evict an arbitrary entry: bounded memory, no bookkeeping
+			delete(r.cache, k)
+			break
+		}
+	}
+	r.cache[suffix] = cachedState{fingerprint: fp, state: state}
+	return state, fp, nil
+}
+
+// Invalidate forgets the cached states of suffixes. The Observer calls it both before and after
+// each index write commits: the first call stops readers from trusting the old state while the
+// commit is under way, the second removes whatever a reader cached from rows read before the
+// commit (the epoch refuses most of those anyway).
+func (r *Resolver) Invalidate(suffixes []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.epoch++
+	for _, s := range suffixes {
+		delete(r.cache, s)
+	}
+}
+
+// trustCache makes cached states authoritative; the Observer calls it when it is the only writer
+// of the index and announces every write.
+func (r *Resolver) trustCache() {
+	r.mu.Lock()
+	r.exclusive = true
+	r.mu.Unlock()
+}
+
+// fingerprint identifies a DID's set of index rows: (anchor sequence, position) of each, which is
+// the row's key; rows are never changed once written.
+func fingerprint(rows []store.DIDOperation) uint64 {
+	h := fnv.New64a()
+	var b [12]byte
+	for _, row := range rows {
+		binary.LittleEndian.PutUint64(b[:8], uint64(row.AnchorSeq))
+		binary.LittleEndian.PutUint32(b[8:], uint32(row.Index))
+		_, _ = h.Write(b[:])
+	}
+	return h.Sum64()
+}
+
+// Resolve renders the resolution result of a DID in short or long form. A malformed DID is a
+// *sidetree.Error.
+func (r *Resolver) Resolve(ctx context.Context, did string) ([]byte, sidetree.ResolutionStatus, error) {
+	d, err := sidetree.ParseDID(r.profile, did)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := r.State(ctx, d.Suffix)
+	if err != nil {
+		return nil, 0, err
+	}
+	body, status := sidetree.RenderResolution(d, st)
+	return body, status, nil
+}

@@ -1,0 +1,197 @@
+package opqueue
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/pubsub"
+	"github.com/anchord/anchord/internal/pubsub/mempubsub"
+	"github.com/anchord/anchord/internal/store"
+	"github.com/anchord/anchord/internal/store/storetest"
+)
+
+// node is one instance of a test cluster: its queue and broker side.
+type node struct {
+	id     string
+	q      *Queue
+	b      *Broker
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startNode(t *testing.T, st store.Store, broker *mempubsub.Broker, id string, consume bool) *node {
+	t.Helper()
+	ps, err := mempubsub.New(mempubsub.Config{Broker: broker, Redelivery: pubsub.RedeliveryConfig{MaxAttempts: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}})
+	require.NoError(t, err)
+	q, err := New(Config{InstanceID: id, MaxAttempts: 5, InitialInterval: 20 * time.Millisecond, MaxInterval: 20 * time.Millisecond, Logger: anchordtest.Logger(t)}, st)
+	require.NoError(t, err)
+	b := NewBroker(BrokerConfig{PoolSize: 2, TaskMonitorInterval: 20 * time.Millisecond, Logger: anchordtest.Logger(t)}, q, ps)
+	require.NoError(t, b.Register(context.Background()))
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &node{id: id, q: q, b: b, cancel: cancel, done: make(chan error, 1)}
+	go func() {
+		if consume {
+			n.done <- b.Consume(ctx)
+		} else {
+			<-ctx.Done()
+			n.done <- nil
+		}
+	}()
+	t.Cleanup(func() { n.stop(); _ = ps.Close() })
+	return n
+}
+
+func (n *node) stop() {
+	if n.cancel != nil {
+		n.cancel()
+		<-n.done
+		n.cancel = nil
+	}
+}
+
+func opFor(i int) NewOp {
+	return NewOp{Suffix: fmt.Sprintf("did-%03d", i), Type: "create", Request: []byte(fmt.Sprintf(`{"n":%d}`, i))}
+}
+
+func TestBrokerAddIsConsumedIntoTheQueue(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st store.Store) {
+		broker := mempubsub.NewBroker(pubsub.Topics...)
+		a := startNode(t, st, broker, "a", false) // only publishes
+		b := startNode(t, st, broker, "b", true)
+		ctx := context.Background()
+		for i := range 10 {
+			require.NoError(t, a.b.Add(ctx, opFor(i)))
+		}
+		anchordtest.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return b.q.Len() == 10 })
+		require.Len(t, rows(t, st, "b"), 10, "stored as b's rows before the ack")
+		require.Empty(t, rows(t, st, "a"))
+		ids := map[string]bool{}
+		for _, r := range rows(t, st, "b") {
+			ids[r.OpID] = true
+		}
+		require.True(t, ids[OpIDOf(opFor(0).Request)], "rows keep the operation id")
+	})
+}
+
+func TestClusterNackRepostsForAnyInstance(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.PostgresOpener(t))
+	broker := mempubsub.NewBroker(pubsub.Topics...)
+	a := startNode(t, st, broker, "a", true)
+	ctx := context.Background()
+	require.NoError(t, a.b.Add(ctx, opFor(1)))
+	anchordtest.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return a.q.Len() == 1 })
+	a.stop() // a no longer consumes; b will
+
+	b := startNode(t, st, broker, "b", true)
+	batch := a.q.Remove(10)
+	batch.Nack(ctx, fmt.Errorf("ledger unavailable"))
+	require.Zero(t, a.q.Backlog(), "a gave the operation away")
+	require.Empty(t, rows(t, st, "a"))
+	anchordtest.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return b.q.Len() == 1 })
+	r := rows(t, st, "b")
+	require.Len(t, r, 1)
+	require.Equal(t, 1, r[0].Attempts, "the failure count travels with the operation")
+	require.Contains(t, r[0].History[0], "ledger unavailable")
+}
+
+func TestTakeOverFencesTheSlowInstance(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st store.Store) {
+		broker := mempubsub.NewBroker(pubsub.Topics...)
+		slow := startNode(t, st, broker, "slow", true)
+		ctx := context.Background()
+		for i := range 3 {
+			require.NoError(t, slow.b.Add(ctx, opFor(i)))
+		}
+		anchordtest.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return slow.q.Len() == 3 })
+		batch := slow.q.Remove(10) // slow is about to anchor when it stalls
+		slow.stop()
+
+		// Another instance's monitor finds slow's entry expired, fences it and reposts.
+		healthy := startNode(t, st, broker, "healthy", true)
+		time.Sleep(5 * time.Millisecond) // slow's entry must be older than the expiration
+		mon, err := NewMonitor(MonitorConfig{InstanceID: "healthy", TaskExpiration: time.Millisecond}, st, healthy.b)
+		require.NoError(t, err)
+		res, err := mon.RunOnce(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []string{"slow"}, res.TakenOver)
+		require.Equal(t, 3, res.Reposted)
+		anchordtest.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return healthy.q.Len() == 3 })
+		require.Empty(t, rows(t, st, "slow"))
+
+		// slow wakes up: its Ack fails, so nothing it batched is anchored twice…
+		err = st.InTx(ctx, func(ctx context.Context, tx store.Executor) error { return batch.Ack(ctx, tx, 1) })
+		require.ErrorIs(t, err, store.ErrLeaseLost)
+		// …and its heartbeat tells it to stop.
+		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		require.ErrorIs(t, slow.b.Heartbeat(hctx), ErrTakenOver)
+
+		again, err := mon.RunOnce(ctx)
+		require.NoError(t, err)
+		require.Empty(t, again.TakenOver)
+		require.Zero(t, again.Reposted)
+	})
+}
+
+func TestMonitorRepostsInBoundedRuns(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.PostgresOpener(t))
+	broker := mempubsub.NewBroker(pubsub.Topics...)
+	dead := startNode(t, st, broker, "dead", true)
+	ctx := context.Background()
+	for i := range 5 {
+		require.NoError(t, dead.b.Add(ctx, opFor(i)))
+	}
+	anchordtest.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return dead.q.Len() == 5 })
+	dead.stop()
+	live := startNode(t, st, broker, "live", true)
+	time.Sleep(5 * time.Millisecond)
+	mon, err := NewMonitor(MonitorConfig{InstanceID: "live", TaskExpiration: time.Millisecond, MaxOpsToRepost: 2}, st, live.b)
+	require.NoError(t, err)
+	total := 0
+	for range 3 {
+		res, err := mon.RunOnce(ctx)
+		require.NoError(t, err)
+		require.LessOrEqual(t, res.Reposted, 2)
+		total += res.Reposted
+	}
+	require.Equal(t, 5, total)
+	anchordtest.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return live.q.Len() == 5 })
+}
+
+func TestGiveBackAtShutdown(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st store.Store) {
+		broker := mempubsub.NewBroker(pubsub.Topics...)
+		leaving := startNode(t, st, broker, "leaving", true)
+		ctx := context.Background()
+		for i := range 4 {
+			require.NoError(t, leaving.b.Add(ctx, opFor(i)))
+		}
+		anchordtest.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return leaving.q.Len() == 4 })
+		leaving.stop()
+		staying := startNode(t, st, broker, "staying", true)
+		require.NoError(t, leaving.b.GiveBack(ctx))
+		anchordtest.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return staying.q.Len() == 4 })
+		require.Empty(t, rows(t, st, "leaving"))
+		require.ErrorIs(t, st.OpQueueTaskCheck(ctx, "leaving"), store.ErrLeaseLost, "no entry left to expire")
+	})
+}
+
+func TestMalformedMessageIsParked(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	broker := mempubsub.NewBroker(pubsub.Topics...)
+	n := startNode(t, st, broker, "n", true)
+	require.NoError(t, n.b.ps.Publish(context.Background(), pubsub.TopicOperation, &pubsub.Message{Body: []byte("not json")}))
+	anchordtest.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return len(broker.Parked()) == 1 })
+	require.Zero(t, n.q.Len())
+}

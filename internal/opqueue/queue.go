@@ -1,0 +1,622 @@
+package opqueue
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/anchord/anchord/internal/failpoint"
+	"github.com/anchord/anchord/internal/loop"
+	"github.com/anchord/anchord/internal/sidetree"
+	"github.com/anchord/anchord/internal/store"
+)
+
+// Errors returned by Add.
+var (
+	// ErrPushback: the queue is over its backlog limit; the caller should retry later (503).
+	ErrPushback = errors.New("operation queue is full")
+	// ErrUnavailable: the operation could not be stored; it was not accepted (503).
+	ErrUnavailable = errors.New("operation queue unavailable")
+	// ErrClosed: the queue has stopped taking operations.
+	ErrClosed = errors.New("operation queue closed")
+)
+
+// OpIDOf returns the id of an operation: the base64url SHA-256 of its canonical request. Two
+// submissions of the same operation are the same operation, wherever and however often they are
+// queued; that is what lets a duplicate be recognised after the first copy was anchored.
+func OpIDOf(request []byte) string {
+	sum := sha256.Sum256(request)
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// NewOp is an operation to queue.
+type NewOp struct {
+	// OpID identifies the operation; empty means OpIDOf(Request).
+	OpID    string
+	Suffix  string
+	Type    string
+	Request []byte
+	// Parsed is the operation as intake validated it, kept in memory so the batch writer need
+	// not parse (and verify) it again; it is not stored.
+	Parsed *sidetree.Operation
+	// Attempts and History carry a reposted operation's failures (cluster mode).
+	Attempts int
+	History  []string
+}
+
+// Op is a queued operation.
+type Op struct {
+	ID          int64
+	OpID        string
+	Suffix      string
+	Type        string
+	Request     []byte
+	Attempts    int
+	History     []string
+	EnqueuedAt  time.Time
+	AvailableAt time.Time
+	// Parsed is set for operations added by this process (nil after a restart).
+	Parsed *sidetree.Operation
+}
+
+type addReq struct {
+	op     store.OpQueueInsertParams
+	parsed *sidetree.Operation
+	at     time.Time
+	done   chan error
+}
+
+// Queue is the embedded operation queue of one instance.
+type Queue struct {
+	cfg     Config
+	st      store.Store
+	m       *metrics
+	addCh   chan addReq
+	stopped chan struct{} // closed when Run has returned
+	once    sync.Once
+
+	mu      sync.Mutex
+	pending []*Op              // by id: the order operations were committed in
+	inBatch map[int64]struct{} // ids of operations removed into a Batch, not yet settled
+	maxSeen int64              // highest row id the queue has held
+	syncs   int
+	notify  chan struct{}
+}
+
+// New builds a queue over st. Call Load before serving, and run Run.
+func New(cfg Config, st store.Store) (*Queue, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	q := &Queue{
+		cfg:     cfg,
+		st:      st,
+		addCh:   make(chan addReq, 4*cfg.MaxCommit),
+		stopped: make(chan struct{}),
+		notify:  make(chan struct{}, 1),
+		inBatch: make(map[int64]struct{}),
+	}
+	m, err := newMetrics(cfg.Registerer, q)
+	if err != nil {
+		return nil, err
+	}
+	q.m = m
+	return q, nil
+}
+
+// Load reads this instance's queued rows into memory (after a restart they are all still
+// there) and returns their DID suffixes.
+func (q *Queue) Load(ctx context.Context) ([]string, error) {
+	var suffixes []string
+	var after int64
+	for {
+		rows, err := q.st.OpQueueList(ctx, store.OpQueueListParams{InstanceID: q.cfg.InstanceID, AfterID: after, Limit: 5000})
+		if err != nil {
+			return nil, fmt.Errorf("load operation queue: %w", err)
+		}
+		if len(rows) == 0 {
+			break
+		}
+		q.mu.Lock()
+		for _, r := range rows {
+			q.pending = append(q.pending, fromRow(r))
+			q.maxSeen = max(q.maxSeen, r.ID)
+			suffixes = append(suffixes, r.Suffix)
+		}
+		q.mu.Unlock()
+		after = rows[len(rows)-1].ID
+	}
+	q.signal()
+	q.cfg.Logger.InfoContext(ctx, "operation queue loaded", "operations", len(suffixes))
+	return suffixes, nil
+}
+
+func fromRow(r store.QueuedOp) *Op {
+	return &Op{
+		ID: r.ID, OpID: r.OpID, Suffix: r.Suffix, Type: r.Type, Request: r.Request,
+		Attempts: r.Attempts, History: r.History, EnqueuedAt: r.EnqueuedAt, AvailableAt: r.AvailableAt,
+	}
+}
+
+// Add queues an operation and returns once its row is committed.
+func (q *Queue) Add(ctx context.Context, op NewOp) error {
+	if q.Backlog() >= q.cfg.MaxBacklog {
+		q.m.rejected.WithLabelValues("backlog").Inc()
+		return ErrPushback
+	}
+	if op.OpID == "" {
+		op.OpID = OpIDOf(op.Request)
+	}
+	req := addReq{
+		op: store.OpQueueInsertParams{
+			OpID: op.OpID, Suffix: op.Suffix, Type: op.Type, Request: op.Request,
+			InstanceID: q.cfg.InstanceID, Lifespan: q.cfg.Lifespan,
+		},
+		parsed: op.Parsed,
+		at:     time.Now(),
+		done:   make(chan error, 1),
+	}
+	select {
+	case q.addCh <- req:
+	case <-q.stopped:
+		return ErrClosed
+	case <-ctx.Done():
+		return fmt.Errorf("queue operation: %w", ctx.Err())
+	}
+	// Once handed to the committer the outcome is waited for even if ctx ends: the row may be
+	// committed, and the caller must not report failure for a durable operation.
+	select {
+	case err := <-req.done:
+		return err
+	case <-q.stopped:
+		select {
+		case err := <-req.done:
+			return err
+		default:
+			return ErrClosed
+		}
+	}
+}
+
+// Run is the group committer. It writes queued Adds in batches until ctx is done, then commits
+// whatever was already handed to it and returns.
+func (q *Queue) Run(ctx context.Context) error {
+	defer q.once.Do(func() { close(q.stopped) })
+	batch := make([]addReq, 0, q.cfg.MaxCommit)
+	last := 0 // size of the previous commit
+	for {
+		select {
+		case <-ctx.Done():
+			for {
+				batch = q.drain(batch[:0])
+				if len(batch) == 0 {
+					return nil
+				}
+				q.commit(context.WithoutCancel(ctx), batch)
+			}
+		case r := <-q.addCh:
+			batch = q.drain(append(batch[:0], r))
+			if last > 1 && len(batch) < q.cfg.MaxCommit {
+				batch = q.linger(batch)
+			}
+			last = len(batch)
+			q.commit(ctx, batch)
+		}
+	}
+}
+
+// lingerTime is how long the committer waits for more operations when the previous commit
+// carried several: under load, larger groups mean fewer commits and fewer rewrites of the same
+// pages; idle, an operation is committed at once.
+const lingerTime = time.Millisecond
+
+// linger collects operations for up to lingerTime, up to MaxCommit.
+func (q *Queue) linger(batch []addReq) []addReq {
+	t := time.NewTimer(lingerTime)
+	defer t.Stop()
+	for len(batch) < q.cfg.MaxCommit {
+		select {
+		case r := <-q.addCh:
+			batch = append(batch, r)
+		case <-t.C:
+			return batch
+		}
+	}
+	return batch
+}
+
+// drain takes what is waiting without blocking, up to MaxCommit.
+func (q *Queue) drain(batch []addReq) []addReq {
+	for len(batch) < q.cfg.MaxCommit {
+		select {
+		case r := <-q.addCh:
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+func (q *Queue) commit(ctx context.Context, batch []addReq) {
+	// The same operation twice in one group (two clients racing with identical requests) is
+	// written once, and both callers get that row's outcome.
+	first := make(map[string]int, len(batch))
+	params := make([]store.OpQueueInsertParams, 0, len(batch))
+	for _, r := range batch {
+		if _, dup := first[r.op.OpID]; !dup {
+			first[r.op.OpID] = len(params)
+			params = append(params, r.op)
+		}
+	}
+	var ids []int64
+	failpoint.Hit(failpoint.OpQueueBeforeCommit)
+	err := q.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+		var err error
+		ids, err = tx.OpQueueUpsertMany(ctx, params)
+		return err
+	})
+	q.m.commitSize.Observe(float64(len(batch)))
+	if err != nil {
+		q.cfg.Logger.ErrorContext(ctx, "queue operations", "operations", len(batch), "error", err)
+		for _, r := range batch {
+			r.done <- fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		return
+	}
+	failpoint.Hit(failpoint.OpQueueAfterCommit)
+	now := q.cfg.NowFunc()
+	q.mu.Lock()
+	known := make(map[int64]bool)
+	for _, op := range q.pending {
+		if _, ours := first[op.OpID]; ours {
+			known[op.ID] = true // queued before: the upsert found its row
+		}
+	}
+	for id := range q.inBatch {
+		known[id] = true // Sync found the committed row first and a batch took it
+	}
+	for i, p := range params {
+		if known[ids[i]] {
+			continue
+		}
+		r := batch[0]
+		for _, b := range batch {
+			if b.op.OpID == p.OpID {
+				r = b
+				break
+			}
+		}
+		q.pending = append(q.pending, &Op{
+			ID: ids[i], OpID: p.OpID, Suffix: p.Suffix, Type: p.Type, Request: p.Request,
+			EnqueuedAt: now, AvailableAt: now, Parsed: r.parsed,
+		})
+		q.maxSeen = max(q.maxSeen, ids[i])
+	}
+	q.mu.Unlock()
+	q.signal()
+	for _, r := range batch {
+		q.m.added.Inc()
+		q.m.addLatency.Observe(time.Since(r.at).Seconds())
+		r.done <- nil
+	}
+}
+
+// Restore queues operations again together with also, in one transaction: a dead letter is
+// retried, or a failed anchor gives its operations back, without a moment in which an operation
+// is in both places or in neither. An OpID already queued is handed to this instance, not
+// duplicated. Restore bypasses the backlog limit: these operations were accepted long ago.
+func (q *Queue) Restore(ctx context.Context, ops []NewOp, also func(ctx context.Context, tx store.Executor) error) error {
+	params := make([]store.OpQueueInsertParams, len(ops))
+	for i, op := range ops {
+		if op.OpID == "" {
+			op.OpID = OpIDOf(op.Request)
+			ops[i].OpID = op.OpID
+		}
+		params[i] = store.OpQueueInsertParams{
+			OpID: op.OpID, Suffix: op.Suffix, Type: op.Type, Request: op.Request,
+			InstanceID: q.cfg.InstanceID, Lifespan: q.cfg.Lifespan, Attempts: op.Attempts, History: op.History,
+		}
+	}
+	var ids []int64
+	err := q.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+		var err error
+		if ids, err = tx.OpQueueUpsertMany(ctx, params); err != nil {
+			return err
+		}
+		if also != nil {
+			return also(ctx, tx)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("restore %d operations: %w", len(ops), err)
+	}
+	now := q.cfg.NowFunc()
+	q.mu.Lock()
+	known := make(map[int64]bool, len(q.pending)+len(q.inBatch))
+	for _, op := range q.pending {
+		known[op.ID] = true
+	}
+	for id := range q.inBatch {
+		known[id] = true
+	}
+	for i, op := range ops {
+		if known[ids[i]] {
+			continue // already queued here: the upsert found the same row
+		}
+		q.pending = append(q.pending, &Op{
+			ID: ids[i], OpID: op.OpID, Suffix: op.Suffix, Type: op.Type, Request: op.Request,
+			Attempts: op.Attempts, History: op.History, EnqueuedAt: now, AvailableAt: now, Parsed: op.Parsed,
+		})
+		q.maxSeen = max(q.maxSeen, ids[i])
+	}
+	sort.SliceStable(q.pending, func(i, j int) bool { return q.pending[i].ID < q.pending[j].ID })
+	q.mu.Unlock()
+	q.m.restored.Add(float64(len(ops)))
+	q.signal()
+	return nil
+}
+
+func (q *Queue) signal() {
+	select {
+	case q.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Notify returns a channel that receives after operations became available. It has one reader
+// (the batch writer).
+func (q *Queue) Notify() <-chan struct{} { return q.notify }
+
+// Len returns the number of queued operations that are not in a batch, including those waiting
+// out a backoff.
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending)
+}
+
+// Backlog returns every operation not yet anchored: queued and in flight.
+func (q *Queue) Backlog() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending) + len(q.inBatch)
+}
+
+// Status summarises what the batch writer needs to decide when to cut.
+type Status struct {
+	// Available is the number of operations that can go into a batch now.
+	Available int
+	// Oldest is when the oldest available operation was queued (zero if none).
+	Oldest time.Time
+	// NextAvailable is the earliest end of a backoff (zero if none is backing off).
+	NextAvailable time.Time
+}
+
+// Status returns the queue's state at now.
+func (q *Queue) Status(now time.Time) Status {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var s Status
+	for _, op := range q.pending {
+		if op.AvailableAt.After(now) {
+			if s.NextAvailable.IsZero() || op.AvailableAt.Before(s.NextAvailable) {
+				s.NextAvailable = op.AvailableAt
+			}
+			continue
+		}
+		s.Available++
+		if s.Oldest.IsZero() || op.EnqueuedAt.Before(s.Oldest) {
+			s.Oldest = op.EnqueuedAt
+		}
+	}
+	return s
+}
+
+// Peek returns up to n operations that Remove would return now, without removing them.
+func (q *Queue) Peek(n int) []Op {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	picked := q.pick(n, q.cfg.NowFunc())
+	out := make([]Op, len(picked))
+	for i, idx := range picked {
+		out[i] = *q.pending[idx]
+	}
+	return out
+}
+
+// pick returns the indexes of up to n available operations in queue order, at most one per DID
+// (a second operation for a DID waits for the next batch). Callers hold mu.
+func (q *Queue) pick(n int, now time.Time) []int {
+	var out []int
+	seen := make(map[string]struct{}, min(n, len(q.pending)))
+	for i, op := range q.pending {
+		if len(out) >= n {
+			break
+		}
+		if op.AvailableAt.After(now) {
+			continue
+		}
+		if _, dup := seen[op.Suffix]; dup {
+			continue
+		}
+		seen[op.Suffix] = struct{}{}
+		out = append(out, i)
+	}
+	return out
+}
+
+// Remove takes up to n available operations (one per DID) out of the queue into a Batch. It
+// returns nil when none is available.
+func (q *Queue) Remove(n int) *Batch {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	idx := q.pick(n, q.cfg.NowFunc())
+	if len(idx) == 0 {
+		return nil
+	}
+	b := &Batch{q: q, ops: make([]*Op, len(idx))}
+	take := make(map[int]bool, len(idx))
+	for i, k := range idx {
+		b.ops[i] = q.pending[k]
+		take[k] = true
+	}
+	rest := q.pending[:0]
+	for i, op := range q.pending {
+		if !take[i] {
+			rest = append(rest, op)
+		}
+	}
+	clear(q.pending[len(rest):])
+	q.pending = rest
+	for _, op := range b.ops {
+		q.inBatch[op.ID] = struct{}{}
+	}
+	return b
+}
+
+// putBack returns operations to the queue in id order and wakes the batch writer.
+func (q *Queue) putBack(ops []*Op) {
+	if len(ops) == 0 {
+		return
+	}
+	q.mu.Lock()
+	q.pending = append(q.pending, ops...)
+	sort.SliceStable(q.pending, func(i, j int) bool { return q.pending[i].ID < q.pending[j].ID })
+	for _, op := range ops {
+		delete(q.inBatch, op.ID)
+	}
+	q.mu.Unlock()
+	q.signal()
+}
+
+// SyncIntervalDefault is how often Watch looks for rows written by other components.
+const SyncIntervalDefault = 2 * time.Second
+
+// Watch adds to the in-memory queue, every interval until ctx is done, the rows of this
+// instance that other components inserted directly: the operations of an anchor the ledger
+// rejected, given back by the submitter or the status poller in the transaction that failed
+// the anchor.
+func (q *Queue) Watch(ctx context.Context, interval time.Duration) error {
+	if interval <= 0 {
+		interval = SyncIntervalDefault
+	}
+	for loop.Sleep(ctx, loop.Jitter(interval, 0.1)) {
+		if _, err := q.Sync(ctx); err != nil && ctx.Err() == nil {
+			q.cfg.Logger.WarnContext(ctx, "sync operation queue", "error", err)
+		}
+	}
+	return nil
+}
+
+// fullSyncEvery: every this many Syncs one reads all the instance's rows instead of only ids
+// above the highest seen. On PostgreSQL a sequence hands out ids before commit, so a row can
+// commit after a higher id was already seen.
+const fullSyncEvery = 15
+
+// Sync loads this instance's rows that the in-memory queue does not know and returns how many.
+func (q *Queue) Sync(ctx context.Context) (int, error) {
+	q.mu.Lock()
+	q.syncs++
+	after := q.maxSeen
+	if q.syncs%fullSyncEvery == 0 {
+		after = 0
+	}
+	q.mu.Unlock()
+	return q.sync(ctx, after)
+}
+
+func (q *Queue) sync(ctx context.Context, after int64) (int, error) {
+	q.mu.Lock()
+	known := make(map[int64]bool, len(q.pending)+len(q.inBatch))
+	for _, op := range q.pending {
+		known[op.ID] = true
+	}
+	for id := range q.inBatch {
+		known[id] = true
+	}
+	q.mu.Unlock()
+	var added []*Op
+	for {
+		rows, err := q.st.OpQueueList(ctx, store.OpQueueListParams{InstanceID: q.cfg.InstanceID, AfterID: after, Limit: 5000})
+		if err != nil {
+			return 0, fmt.Errorf("sync operation queue: %w", err)
+		}
+		if len(rows) == 0 {
+			break
+		}
+		for _, r := range rows {
+			if !known[r.ID] {
+				added = append(added, fromRow(r))
+			}
+		}
+		after = rows[len(rows)-1].ID
+	}
+	if len(added) == 0 {
+		return 0, nil
+	}
+	q.mu.Lock()
+	// Re-check under the lock: a batch may have been cut, or a commit appended, meanwhile.
+	for _, op := range q.pending {
+		known[op.ID] = true
+	}
+	for id := range q.inBatch {
+		known[id] = true
+	}
+	n := 0
+	for _, op := range added {
+		if !known[op.ID] {
+			q.pending = append(q.pending, op)
+			q.maxSeen = max(q.maxSeen, op.ID)
+			n++
+		}
+	}
+	sort.SliceStable(q.pending, func(i, j int) bool { return q.pending[i].ID < q.pending[j].ID })
+	q.mu.Unlock()
+	if n > 0 {
+		q.m.restored.Add(float64(n))
+		q.signal()
+	}
+	return n, nil
+}
+
+// Drain takes every operation out of the queue that is not in a batch, for giving them back at
+// shutdown; the caller reposts them and deletes their rows.
+func (q *Queue) Drain() []Op {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]Op, len(q.pending))
+	for i, op := range q.pending {
+		out[i] = *op
+	}
+	clear(q.pending)
+	q.pending = q.pending[:0]
+	return out
+}
+
+// InstanceID returns the owner of the queue's rows.
+func (q *Queue) InstanceID() string { return q.cfg.InstanceID }
+
+// settle forgets operations that left a Batch for good (anchored, parked, reposted, lost).
+func (q *Queue) settle(ids ...int64) {
+	q.mu.Lock()
+	for _, id := range ids {
+		delete(q.inBatch, id)
+	}
+	q.mu.Unlock()
+}
+
+func idsOf(ops []*Op) []int64 {
+	out := make([]int64, len(ops))
+	for i, op := range ops {
+		out[i] = op.ID
+	}
+	return out
+}

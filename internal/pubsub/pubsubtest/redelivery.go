@@ -1,0 +1,193 @@
+package pubsubtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/pubsub"
+)
+
+// earlyTolerance is how much earlier than scheduled a timed delivery may arrive: brokers round
+// TTLs to milliseconds and expire them on their own clock.
+const earlyTolerance = 20 * time.Millisecond
+
+// testNackRedelivered: a handler error has the message redelivered at once with the next
+// attempt number; success then ends it.
+func testNackRedelivered(t *testing.T, b *bundle) {
+	ps := b.instance()
+	rec := newRecorder(func(msg *pubsub.Message) error {
+		if msg.Attempt == 1 {
+			return errors.New("transient failure")
+		}
+		return nil
+	})
+	msg := &pubsub.Message{Body: []byte("retry me"), Headers: map[string]string{"trace": "t1"}}
+	require.NoError(t, ps.Publish(b.ctx(), pubsub.TopicAnchorLinkset, msg))
+	subscribe(t, ps, pubsub.TopicAnchorLinkset, 1, rec.handle)
+
+	first := rec.next(t)
+	second := rec.next(t)
+	require.Equal(t, 1, first.msg.Attempt)
+	require.Equal(t, 2, second.msg.Attempt)
+	require.Equal(t, msg.ID, second.msg.ID)
+	require.Equal(t, "retry me", string(second.msg.Body))
+	require.Equal(t, "t1", second.msg.Headers["trace"], "headers survive redelivery")
+	require.Less(t, second.at.Sub(first.at), Schedule.Delay(1)+b.features.Slack, "the first rejection is redelivered at once")
+	rec.requireNone(t, 2*Schedule.InitialInterval, "an acked message is not redelivered")
+}
+
+// testBackoffThenPark: a message that always fails is redelivered after Delay(n), then parked
+// with its reason and history after MaxAttempts deliveries, and never delivered again.
+func testBackoffThenPark(t *testing.T, b *bundle) {
+	ps := b.instance()
+	rec := newRecorder(func(msg *pubsub.Message) error {
+		return fmt.Errorf("boom %d", msg.Attempt)
+	})
+	msg := &pubsub.Message{Body: []byte("doomed"), Headers: map[string]string{"k": "v"}}
+	require.NoError(t, ps.Publish(b.ctx(), pubsub.TopicActivityInbox, msg))
+	subscribe(t, ps, pubsub.TopicActivityInbox, 1, rec.handle)
+
+	var prev time.Time
+	for attempt := 1; attempt <= Schedule.MaxAttempts; attempt++ {
+		d := rec.next(t)
+		require.Equal(t, attempt, d.msg.Attempt)
+		require.Equal(t, msg.ID, d.msg.ID)
+		if attempt > 1 {
+			want := Schedule.Delay(attempt - 1)
+			gap := d.at.Sub(prev)
+			require.GreaterOrEqual(t, gap, want-earlyTolerance, "attempt %d came %s after the previous one, want %s", attempt, gap, want)
+			require.Less(t, gap, want+b.features.Slack, "attempt %d came %s after the previous one, want %s", attempt, gap, want)
+		}
+		prev = d.at
+	}
+
+	p := b.nextParked()
+	require.Equal(t, msg.ID, p.Message.ID)
+	require.Equal(t, "doomed", string(p.Message.Body))
+	require.Equal(t, "v", p.Message.Headers["k"])
+	require.Equal(t, pubsub.TopicActivityInbox, p.Topic)
+	require.Equal(t, Schedule.MaxAttempts, p.Attempts)
+	require.Contains(t, p.Reason, fmt.Sprintf("boom %d", Schedule.MaxAttempts))
+	require.Len(t, p.History, Schedule.MaxAttempts)
+	for i, line := range p.History {
+		require.Contains(t, line, fmt.Sprintf("attempt %d", i+1))
+		require.Contains(t, line, fmt.Sprintf("boom %d", i+1))
+	}
+	require.False(t, p.ParkedAt.IsZero())
+	rec.requireNone(t, 3*Schedule.MaxInterval, "a parked message is not delivered again")
+}
+
+// testPermanentParksAtOnce: Permanent(err) parks after one delivery.
+func testPermanentParksAtOnce(t *testing.T, b *bundle) {
+	ps := b.instance()
+	rec := newRecorder(func(*pubsub.Message) error {
+		return fmt.Errorf("decode: %w", pubsub.Permanent(errors.New("bad payload")))
+	})
+	msg := message("poison")
+	require.NoError(t, ps.Publish(b.ctx(), pubsub.TopicActivityOutbox, msg))
+	subscribe(t, ps, pubsub.TopicActivityOutbox, 1, rec.handle)
+
+	d := rec.next(t)
+	require.Equal(t, 1, d.msg.Attempt)
+	p := b.nextParked()
+	require.Equal(t, msg.ID, p.Message.ID)
+	require.Equal(t, 1, p.Attempts)
+	require.Contains(t, p.Reason, "bad payload")
+	require.Len(t, p.History, 1)
+	rec.requireNone(t, 2*Schedule.MaxInterval, "a permanently failed message is not retried")
+}
+
+// testParkFuncFailureRetried: the implementation keeps a parked message until ParkFunc returns
+// nil.
+func testParkFuncFailureRetried(t *testing.T, b *bundle) {
+	var calls atomic.Int32
+	cfg := b.config()
+	cfg.ParkFunc = func(_ context.Context, p pubsub.Parked) error {
+		if calls.Add(1) <= 2 {
+			return errors.New("dead-letter store down")
+		}
+		b.parked <- p
+		return nil
+	}
+	ps := b.newPubSub(t, cfg)
+	rec := newRecorder(func(*pubsub.Message) error { return pubsub.Permanent(errors.New("reject")) })
+	msg := message("keep me")
+	require.NoError(t, ps.Publish(b.ctx(), pubsub.TopicOperation, msg))
+	subscribe(t, ps, pubsub.TopicOperation, 1, rec.handle)
+
+	p := b.nextParked()
+	require.Equal(t, msg.ID, p.Message.ID)
+	require.EqualValues(t, 3, calls.Load())
+	require.Equal(t, 1, len(rec.ch), "handled once")
+}
+
+// testParkedRepublish: Parked.Republish puts a parked message back on its topic, starting
+// again at attempt 1.
+func testParkedRepublish(t *testing.T, b *bundle) {
+	ps := b.instance()
+	var fail atomic.Bool
+	fail.Store(true)
+	rec := newRecorder(func(*pubsub.Message) error {
+		if fail.Load() {
+			return pubsub.Permanent(errors.New("not yet"))
+		}
+		return nil
+	})
+	msg := message("second chance")
+	require.NoError(t, ps.Publish(b.ctx(), pubsub.TopicAnchor, msg))
+	subscribe(t, ps, pubsub.TopicAnchor, 1, rec.handle)
+	require.Equal(t, 1, rec.next(t).msg.Attempt)
+	p := b.nextParked()
+
+	fail.Store(false)
+	require.NoError(t, p.Republish(b.ctx(), ps))
+	d := rec.next(t)
+	require.Equal(t, msg.ID, d.msg.ID)
+	require.Equal(t, 1, d.msg.Attempt)
+	require.Equal(t, "second chance", string(d.msg.Body))
+}
+
+// testDelayedPublish: a delayed message arrives no earlier than its delay, and a short delay is
+// not held behind a longer one published before it.
+func testDelayedPublish(t *testing.T, b *bundle) {
+	ps := b.instance()
+	rec := newRecorder(nil)
+	subscribe(t, ps, pubsub.TopicDID, 3, rec.handle)
+	ctx := b.ctx()
+
+	long, short, now := message("long"), message("short"), message("now")
+	const longDelay, shortDelay = 700 * time.Millisecond, 200 * time.Millisecond
+	published := map[string]time.Time{}
+	wants := map[string]time.Duration{}
+	for _, c := range []struct {
+		msg   *pubsub.Message
+		delay time.Duration
+	}{{long, longDelay}, {short, shortDelay}, {now, 0}} {
+		start := time.Now()
+		if c.delay > 0 {
+			require.NoError(t, ps.PublishDelayed(ctx, pubsub.TopicDID, c.delay, c.msg))
+		} else {
+			require.NoError(t, ps.Publish(ctx, pubsub.TopicDID, c.msg))
+		}
+		published[c.msg.ID], wants[c.msg.ID] = start, c.delay
+	}
+
+	var order []string
+	for range 3 {
+		d := rec.next(t)
+		order = append(order, string(d.msg.Body))
+		took := d.at.Sub(published[d.msg.ID])
+		want := wants[d.msg.ID]
+		require.GreaterOrEqual(t, took, want-earlyTolerance, "%s arrived after %s, want ≥ %s", d.msg.Body, took, want)
+		require.Less(t, took, want+b.features.Slack, "%s arrived after %s, want about %s", d.msg.Body, took, want)
+		require.Equal(t, 1, d.msg.Attempt)
+	}
+	require.Equal(t, "now short long", strings.Join(order, " "))
+}

@@ -1,0 +1,151 @@
+package sidetree
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+	"github.com/decred/dcrd/dcrec/secp256k1/v4/ecdsa"
+
+	"github.com/anchord/anchord/internal/sidetree/jsontree"
+)
+
+// coordinateLength is the base64url length of a 32-byte JWK coordinate; the reference
+// implementation requires exactly this length (leading zero bytes are kept).
+const coordinateLength = 43
+
+// signingKey is a revealed update or recovery key: the JWK inside a JWS payload.
+type signingKey struct {
+	alg       Algorithm
+	canonical []byte // JCS of the JWK: the input of reveal values and commitments
+	x, y      string // base64url coordinates; y is empty for Ed25519
+}
+
+// parseSigningKey validates a JWK the way the reference implementation's validateJwkEs256k does
+// (only kty, crv, x, y; kty "EC"; crv "secp256k1"; x and y strings of 43 characters), with one
+// addition: an Ed25519 JWK ({"kty":"OKP","crv":"Ed25519","x"}, exactly those members) when the
+// profile enables EdDSA. The key's algorithm must equal the JWS header's.
+func parseSigningKey(v *jsontree.Value, p Profile, headerAlg Algorithm, path string) (*signingKey, *Error) {
+	if v == nil {
+		return nil, Errorf(CodeMissingProperty, "%s is required", path)
+	}
+	if v.Kind != jsontree.Object {
+		return nil, Errorf(CodeInvalidKey, "%s must be a JWK object, not %s", path, v.TypeName())
+	}
+	kty := v.Member("kty")
+	k := &signingKey{}
+	allowed := []string{"kty", "crv", "x", "y"}
+	if kty != nil && kty.Kind == jsontree.String && kty.Str == "OKP" {
+		k.alg = EdDSA
+		allowed = allowed[:3]
+	} else {
+		k.alg = ES256K
+	}
+	for _, m := range v.Members {
+		if !contains(allowed, m.Name) {
+			return nil, Errorf(CodeInvalidKey, "%s: member %q is not allowed in a %s JWK", path, m.Name, keyName(k.alg))
+		}
+	}
+	if k.alg == ES256K {
+		if kty == nil || kty.Kind != jsontree.String || kty.Str != "EC" {
+			return nil, Errorf(CodeInvalidKey, "%s.kty must be \"EC\" (or \"OKP\" for Ed25519)", path)
+		}
+		if crv := v.Member("crv"); crv == nil || crv.Kind != jsontree.String || crv.Str != "secp256k1" {
+			return nil, Errorf(CodeInvalidKey, "%s.crv must be \"secp256k1\"", path)
+		}
+	} else if crv := v.Member("crv"); crv == nil || crv.Kind != jsontree.String || crv.Str != "Ed25519" {
+		return nil, Errorf(CodeInvalidKey, "%s.crv must be \"Ed25519\" for an OKP key", path)
+	}
+	var err *Error
+	if k.x, err = coordinate(v.Member("x"), path+".x"); err != nil {
+		return nil, err
+	}
+	if k.alg == ES256K {
+		if k.y, err = coordinate(v.Member("y"), path+".y"); err != nil {
+			return nil, err
+		}
+	}
+	if !p.allows(k.alg) {
+		return nil, Errorf(CodeInvalidKey, "%s: %s keys are not accepted (profile algorithms: %s)", path, keyName(k.alg), p.algorithmList())
+	}
+	if k.alg != headerAlg {
+		return nil, Errorf(CodeKeyAlgorithmMismatch, "%s is a %s key but the JWS header says alg %q", path, keyName(k.alg), headerAlg)
+	}
+	k.canonical = v.AppendCanonical(nil)
+	return k, nil
+}
+
+func keyName(a Algorithm) string {
+	if a == EdDSA {
+		return "Ed25519"
+	}
+	return "secp256k1"
+}
+
+func coordinate(v *jsontree.Value, path string) (string, *Error) {
+	if v == nil || v.Kind != jsontree.String {
+		return "", Errorf(CodeInvalidKey, "%s must be a string", path)
+	}
+	if len(v.Str) != coordinateLength {
+		return "", Errorf(CodeInvalidKey, "%s must be %d base64url characters (32 bytes)", path, coordinateLength)
+	}
+	return v.Str, nil
+}
+
+// revealValue is HashOut(JCS(jwk)).
+func (k *signingKey) revealValue() string { return HashOut(k.canonical) }
+
+// commitment is the value this key opens.
+func (k *signingKey) commitment() string { return commitmentOfCanonical(k.canonical) }
+
+// verify checks a JWS signature made with this key. ECDSA signatures are the 64-byte r‖s form;
+// a high S is accepted (the reference implementation's jose library accepts it and the DIF
+// deactivate vector has one).
+func (k *signingKey) verify(signingInput string, sig []byte) *Error {
+	x, errX := decodeBase64URL(k.x)
+	if errX != nil || len(x) != 32 {
+		return Errorf(CodeInvalidKey, "key x is not 32 bytes of base64url")
+	}
+	if k.alg == EdDSA {
+		if len(sig) != ed25519.SignatureSize {
+			return Errorf(CodeInvalidSignature, "EdDSA signature must be %d bytes, got %d", ed25519.SignatureSize, len(sig))
+		}
+		if !ed25519.Verify(ed25519.PublicKey(x), []byte(signingInput), sig) {
+			return Errorf(CodeInvalidSignature, "EdDSA signature does not verify with the revealed key")
+		}
+		return nil
+	}
+	y, errY := decodeBase64URL(k.y)
+	if errY != nil || len(y) != 32 {
+		return Errorf(CodeInvalidKey, "key y is not 32 bytes of base64url")
+	}
+	var raw [65]byte
+	raw[0] = secp256k1.PubKeyFormatUncompressed
+	copy(raw[1:33], x)
+	copy(raw[33:], y)
+	pub, err := secp256k1.ParsePubKey(raw[:])
+	if err != nil {
+		return Wrap(CodeInvalidKey, err, "key is not a secp256k1 point")
+	}
+	if len(sig) != 64 {
+		return Errorf(CodeInvalidSignature, "ES256K signature must be 64 bytes (r||s), got %d", len(sig))
+	}
+	var r, s secp256k1.ModNScalar
+	if r.SetByteSlice(sig[:32]) || s.SetByteSlice(sig[32:]) || r.IsZero() || s.IsZero() {
+		return Errorf(CodeInvalidSignature, "ES256K signature r or s out of range")
+	}
+	hash := sha256.Sum256([]byte(signingInput))
+	if !ecdsa.NewSignature(&r, &s).Verify(hash[:], pub) {
+		return Errorf(CodeInvalidSignature, "ES256K signature does not verify with the revealed key")
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}

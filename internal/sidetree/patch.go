@@ -1,0 +1,199 @@
+package sidetree
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/anchord/anchord/internal/sidetree/jsontree"
+)
+
+// PatchAction names a DID state patch.
+type PatchAction string
+
+// The patch actions of the reference implementation (and ION). "ietf-json-patch" is rejected:
+// ION does not support it and this package has no profile flag for it.
+const (
+	PatchReplace          PatchAction = "replace"
+	PatchAddPublicKeys    PatchAction = "add-public-keys"
+	PatchRemovePublicKeys PatchAction = "remove-public-keys"
+	PatchAddServices      PatchAction = "add-services"
+	PatchRemoveServices   PatchAction = "remove-services"
+)
+
+// Patch is one validated patch of a delta. Which fields are set depends on Action.
+type Patch struct {
+	Action     PatchAction
+	Document   *Document   // replace
+	PublicKeys []PublicKey // add-public-keys
+	Services   []Service   // add-services
+	IDs        []string    // remove-public-keys, remove-services
+}
+
+// parsePatches validates delta.patches (reference implementation validateDocumentPatches).
+// Validation is all-or-nothing: one bad patch rejects the delta.
+func parsePatches(v *jsontree.Value, path string) ([]Patch, *Error) {
+	if v == nil {
+		return nil, Errorf(CodeMissingProperty, "%s is required", path)
+	}
+	if v.Kind != jsontree.Array {
+		return nil, Errorf(CodeInvalidPatch, "%s must be an array, not %s", path, v.TypeName())
+	}
+	patches := make([]Patch, 0, len(v.Elems))
+	for i := range v.Elems {
+		p, err := parsePatch(&v.Elems[i], path+"["+strconv.Itoa(i)+"]")
+		if err != nil {
+			return nil, err
+		}
+		patches = append(patches, p)
+	}
+	return patches, nil
+}
+
+func parsePatch(v *jsontree.Value, path string) (Patch, *Error) {
+	if v.Kind != jsontree.Object {
+		return Patch{}, Errorf(CodeInvalidPatch, "%s must be an object, not %s", path, v.TypeName())
+	}
+	action := v.Member("action")
+	if action == nil {
+		return Patch{}, Errorf(CodeInvalidPatch, "%s.action is required", path)
+	}
+	if action.Kind != jsontree.String {
+		return Patch{}, Errorf(CodeUnknownPatchAction, "%s.action must be a string", path)
+	}
+	p := Patch{Action: PatchAction(action.Str)}
+	var err *Error
+	switch p.Action {
+	case PatchReplace:
+		// The reference implementation checks only patch.document; other members of a replace
+		// patch are ignored there, and so here.
+		p.Document, err = parseReplaceDocument(v.Member("document"), path+".document")
+	case PatchAddPublicKeys:
+		if err = onlyMembers(v, []string{"action", "publicKeys"}, path); err == nil {
+			p.PublicKeys, err = parsePublicKeys(v.Member("publicKeys"), path+".publicKeys")
+		}
+	case PatchAddServices:
+		if err = onlyMembers(v, []string{"action", "services"}, path); err == nil {
+			p.Services, err = parseServices(v.Member("services"), path+".services")
+		}
+	case PatchRemovePublicKeys, PatchRemoveServices:
+		if err = onlyMembers(v, []string{"action", "ids"}, path); err == nil {
+			p.IDs, err = parseIDs(v.Member("ids"), path+".ids")
+		}
+	case "ietf-json-patch":
+		err = Errorf(CodeUnknownPatchAction, "%s.action %q is not supported (as in ION)", path, action.Str)
+	default:
+		err = Errorf(CodeUnknownPatchAction, "%s.action %q is not a known patch action", path, action.Str)
+	}
+	return p, err
+}
+
+// onlyMembers rejects members outside names; a missing one is reported by the caller.
+func onlyMembers(v *jsontree.Value, names []string, path string) *Error {
+	for _, m := range v.Members {
+		if !contains(names, m.Name) {
+			return Errorf(CodeUnknownProperty, "%s: member %q is not allowed", path, m.Name)
+		}
+	}
+	return nil
+}
+
+func parseReplaceDocument(v *jsontree.Value, path string) (*Document, *Error) {
+	if v == nil {
+		return nil, Errorf(CodeInvalidPatch, "%s is required", path)
+	}
+	// The reference implementation lets an empty array through here; a document is an object.
+	if v.Kind != jsontree.Object {
+		return nil, Errorf(CodeInvalidPatch, "%s must be an object, not %s", path, v.TypeName())
+	}
+	if err := onlyMembers(v, []string{"publicKeys", "services"}, path); err != nil {
+		return nil, err
+	}
+	doc := &Document{}
+	var err *Error
+	if keys := v.Member("publicKeys"); keys != nil {
+		if doc.PublicKeys, err = parsePublicKeys(keys, path+".publicKeys"); err != nil {
+			return nil, err
+		}
+	}
+	if services := v.Member("services"); services != nil {
+		if doc.Services, err = parseServices(services, path+".services"); err != nil {
+			return nil, err
+		}
+	}
+	return doc, nil
+}
+
+func parseIDs(v *jsontree.Value, path string) ([]string, *Error) {
+	if v == nil {
+		return nil, Errorf(CodeInvalidPatch, "%s is required", path)
+	}
+	if v.Kind != jsontree.Array {
+		return nil, Errorf(CodeInvalidPatch, "%s must be an array, not %s", path, v.TypeName())
+	}
+	ids := make([]string, 0, len(v.Elems))
+	for i := range v.Elems {
+		id, err := parseID(&v.Elems[i], CodeInvalidPatch, path+"["+strconv.Itoa(i)+"]")
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// applyPatches returns doc with the patches applied in order. It never modifies doc: the
+// reference implementation applies to a deep copy so that a failing patch leaves the previous
+// document intact. Validated patches cannot fail.
+func applyPatches(doc Document, patches []Patch) Document {
+	for i := range patches {
+		doc = applyPatch(doc, &patches[i])
+	}
+	return doc
+}
+
+func applyPatch(doc Document, p *Patch) Document {
+	switch p.Action {
+	case PatchReplace:
+		return Document{PublicKeys: p.Document.PublicKeys, Services: p.Document.Services}
+	case PatchAddPublicKeys:
+		// A key whose id exists replaces it in place; new keys are appended (Map.set order).
+		keys := slices.Clone(doc.PublicKeys)
+		for _, k := range p.PublicKeys {
+			if i := slices.IndexFunc(keys, func(e PublicKey) bool { return e.ID == k.ID }); i >= 0 {
+				keys[i] = k
+			} else {
+				keys = append(keys, k)
+			}
+		}
+		doc.PublicKeys = keys
+	case PatchRemovePublicKeys:
+		if doc.PublicKeys != nil {
+			doc.PublicKeys = slices.DeleteFunc(slices.Clone(doc.PublicKeys), func(e PublicKey) bool { return slices.Contains(p.IDs, e.ID) })
+			if doc.PublicKeys == nil {
+				doc.PublicKeys = []PublicKey{}
+			}
+		}
+	case PatchAddServices:
+		services := slices.Clone(doc.Services)
+		if services == nil {
+			services = make([]Service, 0, len(p.Services))
+		}
+		for _, s := range p.Services {
+			if i := slices.IndexFunc(services, func(e Service) bool { return e.ID == s.ID }); i >= 0 {
+				services[i] = s
+			} else {
+				services = append(services, s)
+			}
+		}
+		doc.Services = services
+	case PatchRemoveServices:
+		if doc.Services != nil {
+			services := slices.DeleteFunc(slices.Clone(doc.Services), func(e Service) bool { return slices.Contains(p.IDs, e.ID) })
+			if services == nil {
+				services = []Service{}
+			}
+			doc.Services = services
+		}
+	}
+	return doc
+}

@@ -1,0 +1,84 @@
+package sidetree
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Algorithm is a JWS "alg" value accepted for update and recovery keys.
+type Algorithm string
+
+// Supported signature algorithms. ES256K (secp256k1) is Sidetree's and ION's; EdDSA (Ed25519)
+// is an opt-in profile option.
+const (
+	ES256K Algorithm = "ES256K"
+	EdDSA  Algorithm = "EdDSA"
+)
+
+// Profile defaults.
+const (
+	MethodDefault       = "sidetree"
+	MaxDeltaSizeDefault = 1000
+)
+
+// Profile holds the method-specific parameters of validation. The zero value means the
+// defaults (DefaultProfile).
+type Profile struct {
+	// Method is the DID method name as it appears after "did:", possibly with a network
+	// segment: "sidetree", "ion", "ion:test". Default "sidetree".
+	Method string
+	// Algorithms are the JWS algorithms accepted for update and recovery keys. Default
+	// [ES256K]. Add EdDSA to also accept Ed25519 keys ({"kty":"OKP","crv":"Ed25519","x"}).
+	Algorithms []Algorithm
+	// MaxDeltaSize bounds len(JCS(delta)) in bytes (MAX_DELTA_SIZE). Default 1000.
+	MaxDeltaSize int
+}
+
+// DefaultProfile returns the ION-compatible profile with method name "sidetree".
+func DefaultProfile() Profile {
+	return Profile{Method: MethodDefault, Algorithms: []Algorithm{ES256K}, MaxDeltaSize: MaxDeltaSizeDefault}
+}
+
+// Validate reports a profile that cannot work: a malformed method name or an unknown algorithm.
+func (p Profile) Validate() error {
+	for seg := range strings.SplitSeq(p.method(), ":") {
+		if seg == "" || strings.ContainsFunc(seg, func(r rune) bool {
+			return (r < 'a' || r > 'z') && (r < '0' || r > '9')
+		}) {
+			return fmt.Errorf("sidetree profile: method %q: segments must be non-empty [a-z0-9]", p.Method)
+		}
+	}
+	for _, a := range p.Algorithms {
+		if a != ES256K && a != EdDSA {
+			return fmt.Errorf("sidetree profile: unsupported algorithm %q", a)
+		}
+	}
+	if p.MaxDeltaSize < 0 {
+		return fmt.Errorf("sidetree profile: negative MaxDeltaSize %d", p.MaxDeltaSize)
+	}
+	return nil
+}
+
+func (p Profile) method() string { return cmp.Or(p.Method, MethodDefault) }
+
+func (p Profile) maxDeltaSize() int { return cmp.Or(p.MaxDeltaSize, MaxDeltaSizeDefault) }
+
+func (p Profile) allows(a Algorithm) bool {
+	if len(p.Algorithms) == 0 {
+		return a == ES256K
+	}
+	return slices.Contains(p.Algorithms, a)
+}
+
+func (p Profile) algorithmList() string {
+	if len(p.Algorithms) == 0 {
+		return string(ES256K)
+	}
+	parts := make([]string, len(p.Algorithms))
+	for i, a := range p.Algorithms {
+		parts[i] = string(a)
+	}
+	return strings.Join(parts, ", ")
+}

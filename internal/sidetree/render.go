@@ -1,0 +1,184 @@
+package sidetree
+
+import "github.com/anchord/anchord/internal/sidetree/jsontree"
+
+// ResolutionStatus tells the HTTP layer which status a resolution result gets.
+type ResolutionStatus int
+
+const (
+	// ResolutionFound: 200 with the rendered result.
+	ResolutionFound ResolutionStatus = iota
+	// ResolutionDeactivated: 410 with the rendered (deactivated) result.
+	ResolutionDeactivated
+	// ResolutionNotFound: 404; there is no body.
+	ResolutionNotFound
+)
+
+const (
+	resolutionContext  = "https://w3id.org/did-resolution/v1"
+	didDocumentContext = "https://www.w3.org/ns/did/v1"
+)
+
+// RenderResolution renders the DID resolution result of the reference implementation's
+// DocumentComposer for did, given the state Resolve computed (nil when nothing is anchored). An
+// unanchored long-form DID resolves to its embedded create, unpublished. The member order follows
+// the DIF vector files (resolution/*.json), which differ from JSON.stringify's order only inside
+// didDocumentMetadata.
+func RenderResolution(did *DID, st *State) ([]byte, ResolutionStatus) {
+	if st == nil {
+		// InitialState is nil for a short form (no embedded create): not found.
+		if st = InitialState(did.Create); st == nil {
+			return nil, ResolutionNotFound
+		}
+	}
+	if st.Deactivated {
+		return renderDeactivated(did.ShortForm(), st.Published), ResolutionDeactivated
+	}
+	return renderDocument(did, st), ResolutionFound
+}
+
+// RenderCreateResponse renders the body of a successful create request: the resolution result
+// of the would-be DID in short form, unpublished (reference implementation handleCreateRequest).
+func RenderCreateResponse(p Profile, create *Operation) []byte {
+	did := &DID{Method: p.method(), Suffix: create.Suffix}
+	return renderDocument(did, InitialState(create))
+}
+
+func renderDeactivated(short string, published bool) []byte {
+	b := make([]byte, 0, 320)
+	b = append(b, `{"@context":`...)
+	b = jsontree.AppendQuoted(b, resolutionContext)
+	b = append(b, `,"didDocument":`...)
+	b = appendDocumentHead(b, short)
+	b = append(b, `},"didDocumentMetadata":{"deactivated":true,"method":{"published":`...)
+	b = appendBool(b, published)
+	b = append(b, `},"canonicalId":`...)
+	b = jsontree.AppendQuoted(b, short)
+	return append(b, "}}"...)
+}
+
+func renderDocument(did *DID, st *State) []byte {
+	id := did.String()
+	doc := &st.Document
+	b := make([]byte, 0, 1024+4*len(id))
+	b = append(b, `{"@context":`...)
+	b = jsontree.AppendQuoted(b, resolutionContext)
+	b = append(b, `,"didDocument":`...)
+	b = appendDocumentHead(b, id)
+
+	if doc.Services != nil {
+		b = append(b, `,"service":[`...)
+		for i, s := range doc.Services {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"id":`...)
+			b = jsontree.AppendQuoted(b, "#"+s.ID)
+			b = append(b, `,"type":`...)
+			b = jsontree.AppendQuoted(b, s.Type)
+			b = append(b, `,"serviceEndpoint":`...)
+			b = append(b, s.Endpoint...)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+
+	// Verification relationships appear in the order their purposes are first seen (a Map in
+	// the reference implementation).
+	var purposes []string
+	var refs [][]string
+	if len(doc.PublicKeys) > 0 {
+		b = append(b, `,"verificationMethod":[`...)
+		for i, k := range doc.PublicKeys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"id":`...)
+			b = jsontree.AppendQuoted(b, "#"+k.ID)
+			b = append(b, `,"controller":`...)
+			b = jsontree.AppendQuoted(b, id)
+			b = append(b, `,"type":`...)
+			b = jsontree.AppendQuoted(b, k.Type)
+			b = append(b, `,"publicKeyJwk":`...)
+			b = append(b, k.JWK...)
+			b = append(b, '}')
+			for _, purpose := range k.Purposes {
+				j := indexOf(purposes, purpose)
+				if j < 0 {
+					purposes = append(purposes, purpose)
+					refs = append(refs, nil)
+					j = len(purposes) - 1
+				}
+				refs[j] = append(refs[j], "#"+k.ID)
+			}
+		}
+		b = append(b, ']')
+	}
+	for i, purpose := range purposes {
+		b = append(b, ',')
+		b = jsontree.AppendQuoted(b, purpose)
+		b = append(b, ":["...)
+		for j, r := range refs[i] {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = jsontree.AppendQuoted(b, r)
+		}
+		b = append(b, ']')
+	}
+
+	b = append(b, `},"didDocumentMetadata":{`...)
+	short := did.ShortForm()
+	switch {
+	case !did.IsLongForm():
+		b = append(b, `"canonicalId":`...)
+		b = jsontree.AppendQuoted(b, short)
+		b = append(b, ',')
+	case st.Published:
+		b = append(b, `"canonicalId":`...)
+		b = jsontree.AppendQuoted(b, short)
+		b = append(b, `,"equivalentId":[`...)
+		b = jsontree.AppendQuoted(b, short)
+		b = append(b, "],"...)
+	default:
+		b = append(b, `"equivalentId":[`...)
+		b = jsontree.AppendQuoted(b, short)
+		b = append(b, "],"...)
+	}
+	b = append(b, `"method":{"published":`...)
+	b = appendBool(b, st.Published)
+	b = append(b, `,"recoveryCommitment":`...)
+	b = jsontree.AppendQuoted(b, st.RecoveryCommitment)
+	if st.UpdateCommitment != "" {
+		b = append(b, `,"updateCommitment":`...)
+		b = jsontree.AppendQuoted(b, st.UpdateCommitment)
+	}
+	return append(b, "}}}"...)
+}
+
+// appendDocumentHead writes {"id":id,"@context":[…,{"@base":id}] without closing the object.
+func appendDocumentHead(b []byte, id string) []byte {
+	b = append(b, `{"id":`...)
+	b = jsontree.AppendQuoted(b, id)
+	b = append(b, `,"@context":[`...)
+	b = jsontree.AppendQuoted(b, didDocumentContext)
+	b = append(b, `,{"@base":`...)
+	b = jsontree.AppendQuoted(b, id)
+	return append(b, "}]"...)
+}
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, "true"...)
+	}
+	return append(b, "false"...)
+}
+
+func indexOf(list []string, s string) int {
+	for i, e := range list {
+		if e == s {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,126 @@
+package sidetree_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/sidetree"
+)
+
+// history anchors each request in its own anchor, in order.
+func history(bodies ...[]byte) []sidetree.AnchoredOperation {
+	ops := make([]sidetree.AnchoredOperation, len(bodies))
+	for i, b := range bodies {
+		ops[i] = sidetree.AnchoredOperation{Sequence: uint64(i + 1), Request: b}
+	}
+	return ops
+}
+
+func TestRenderDIFResolutions(t *testing.T) {
+	t.Parallel()
+	p := sidetree.DefaultProfile()
+	v := difDIDs(t)
+	for _, tc := range []struct {
+		vector string
+		did    string
+		ops    []string
+		status sidetree.ResolutionStatus
+	}{
+		{"afterCreate", v.ShortFormDid, []string{"create"}, sidetree.ResolutionFound},
+		{"afterUpdate", v.ShortFormDid, []string{"create", "update"}, sidetree.ResolutionFound},
+		{"afterRecover", v.ShortFormDid, []string{"create", "recover"}, sidetree.ResolutionFound},
+		{"afterDeactivate", v.ShortFormDid, []string{"create", "recover", "deactivate"}, sidetree.ResolutionDeactivated},
+		{"longFormResponseDidDocument", v.LongFormDid, nil, sidetree.ResolutionFound},
+	} {
+		t.Run(tc.vector, func(t *testing.T) {
+			t.Parallel()
+			var bodies [][]byte
+			for _, name := range tc.ops {
+				// Resolution reads the stored form, as the server stores it.
+				bodies = append(bodies, mustParse(t, difOperation(t, name)).Request)
+			}
+			st := sidetree.Resolve(p, difSuffix, history(bodies...))
+			if len(bodies) == 0 {
+				require.Nil(t, st)
+			}
+			did, err := sidetree.ParseDID(p, tc.did)
+			require.NoError(t, err)
+			body, status := sidetree.RenderResolution(did, st)
+			require.Equal(t, tc.status, status)
+			requireSameJSON(t, readFile(t, "dif/resolution/"+tc.vector+".json"), body)
+		})
+	}
+}
+
+func TestRenderNotFound(t *testing.T) {
+	t.Parallel()
+	did, err := sidetree.ParseDID(sidetree.DefaultProfile(), difDIDs(t).ShortFormDid)
+	require.NoError(t, err)
+	body, status := sidetree.RenderResolution(did, nil)
+	require.Nil(t, body)
+	require.Equal(t, sidetree.ResolutionNotFound, status)
+}
+
+// A published long-form DID shows the anchored state under the long-form id, with both
+// canonicalId and equivalentId.
+func TestRenderPublishedLongForm(t *testing.T) {
+	t.Parallel()
+	p := sidetree.DefaultProfile()
+	v := difDIDs(t)
+	did, err := sidetree.ParseDID(p, v.LongFormDid)
+	require.NoError(t, err)
+	st := sidetree.Resolve(p, difSuffix, history(difOperation(t, "create"), difOperation(t, "update")))
+	body, status := sidetree.RenderResolution(did, st)
+	require.Equal(t, sidetree.ResolutionFound, status)
+	var got struct {
+		DIDDocument struct {
+			ID                 string `json:"id"`
+			VerificationMethod []struct {
+				Controller string `json:"controller"`
+			} `json:"verificationMethod"`
+		} `json:"didDocument"`
+		Metadata map[string]any `json:"didDocumentMetadata"`
+	}
+	require.NoError(t, json.Unmarshal(body, &got))
+	require.Equal(t, v.LongFormDid, got.DIDDocument.ID)
+	require.Len(t, got.DIDDocument.VerificationMethod, 2)
+	require.Equal(t, v.LongFormDid, got.DIDDocument.VerificationMethod[1].Controller)
+	require.Equal(t, v.ShortFormDid, got.Metadata["canonicalId"])
+	require.Equal(t, []any{v.ShortFormDid}, got.Metadata["equivalentId"])
+	require.Equal(t, map[string]any{"published": true, "recoveryCommitment": difRecoveryCommit, "updateCommitment": difUpdateNextCommit}, got.Metadata["method"])
+}
+
+// The create response is afterCreate with published false (reference implementation
+// handleCreateRequest).
+func TestRenderCreateResponse(t *testing.T) {
+	t.Parallel()
+	var want map[string]any
+	require.NoError(t, json.Unmarshal(readFile(t, "dif/resolution/afterCreate.json"), &want))
+	want["didDocumentMetadata"].(map[string]any)["method"].(map[string]any)["published"] = false
+	wantJSON, err := json.Marshal(want)
+	require.NoError(t, err)
+	got := sidetree.RenderCreateResponse(sidetree.DefaultProfile(), mustParse(t, difOperation(t, "create")))
+	var gotMap map[string]any
+	require.NoError(t, json.Unmarshal(got, &gotMap))
+	require.Equal(t, want, gotMap, "%s vs %s", wantJSON, got)
+}
+
+// A state whose create had no usable delta renders without updateCommitment, keys or services.
+func TestRenderEmptyDocument(t *testing.T) {
+	t.Parallel()
+	r := decodeRequest(t, difOperation(t, "create"))
+	r.delta()["patches"] = []any{} // no longer matches suffixData.deltaHash
+	p := sidetree.DefaultProfile()
+	st := sidetree.Resolve(p, difSuffix, history(r.bytes(t)))
+	require.NotNil(t, st)
+	did, err := sidetree.ParseDID(p, difDIDs(t).ShortFormDid)
+	require.NoError(t, err)
+	body, status := sidetree.RenderResolution(did, st)
+	require.Equal(t, sidetree.ResolutionFound, status)
+	want := `{"@context":"https://w3id.org/did-resolution/v1","didDocument":{"id":"did:sidetree:` + difSuffix +
+		`","@context":["https://www.w3.org/ns/did/v1",{"@base":"did:sidetree:` + difSuffix + `"}]},"didDocumentMetadata":{"canonicalId":"did:sidetree:` +
+		difSuffix + `","method":{"published":true,"recoveryCommitment":"` + difRecoveryCommit + `"}}}`
+	require.Equal(t, want, string(body))
+}

@@ -1,0 +1,166 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/anchord/anchord/internal/store"
+)
+
+// CASPut implements store.Executor.
+func (e executor) CASPut(ctx context.Context, cid string, data []byte) error {
+	if _, err := e.q.Exec(ctx, qCASPut, cid, data, len(data)); err != nil {
+		return fmt.Errorf("store %s: %w", cid, err)
+	}
+	return nil
+}
+
+// CASGet implements store.Executor.
+func (e executor) CASGet(ctx context.Context, cid string) ([]byte, error) {
+	var data []byte
+	if err := e.q.QueryRow(ctx, qCASGet, cid).Scan(&data); err != nil {
+		return nil, fmt.Errorf("read %s: %w", cid, interpretError(err))
+	}
+	return data, nil
+}
+
+// AnchorInsert implements store.Executor.
+func (e executor) AnchorInsert(ctx context.Context, p store.AnchorInsertParams) (store.Anchor, error) {
+	a, err := scanAnchor(e.q.QueryRow(ctx, qAnchorInsert, p.AnchorString, p.CoreIndexCID, p.OpCount, p.Backend,
+		p.Status, p.Record, p.Signature))
+	if err != nil {
+		return a, fmt.Errorf("record anchor %s: %w", p.AnchorString, interpretError(err))
+	}
+	return a, nil
+}
+
+// AnchorGet implements store.Executor.
+func (e executor) AnchorGet(ctx context.Context, seq int64) (store.Anchor, error) {
+	a, err := scanAnchor(e.q.QueryRow(ctx, qAnchorGet, seq))
+	if err != nil {
+		return a, fmt.Errorf("get anchor %d: %w", seq, interpretError(err))
+	}
+	return a, nil
+}
+
+// AnchorList implements store.Executor.
+func (e executor) AnchorList(ctx context.Context, p store.AnchorListParams) ([]store.Anchor, error) {
+	rows, err := e.q.Query(ctx, qAnchorList, p.AfterSeq, p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list anchors: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Anchor, error) { return scanAnchor(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list anchors: %w", err)
+	}
+	return out, nil
+}
+
+// AnchorNextToObserve implements store.Executor.
+func (e executor) AnchorNextToObserve(ctx context.Context) (store.Anchor, error) {
+	a, err := scanAnchor(e.q.QueryRow(ctx, qAnchorNextToObserve))
+	if err != nil {
+		return a, fmt.Errorf("next anchor to observe: %w", interpretError(err))
+	}
+	return a, nil
+}
+
+// AnchorMarkObserved implements store.Executor.
+func (e executor) AnchorMarkObserved(ctx context.Context, seq int64) error {
+	tag, err := e.q.Exec(ctx, qAnchorMarkObserved, seq)
+	if err != nil {
+		return fmt.Errorf("mark anchor %d observed: %w", seq, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("mark anchor %d observed: %w", seq, store.ErrNotFound)
+	}
+	return nil
+}
+
+func scanAnchor(r pgx.Row) (store.Anchor, error) {
+	var a store.Anchor
+	var completed, observed *time.Time
+	err := r.Scan(&a.Seq, &a.AnchorString, &a.CoreIndexCID, &a.OpCount, &a.Backend, &a.Status, &a.Record,
+		&a.Signature, &a.Error, &a.CreatedAt, &completed, &observed)
+	a.CreatedAt = a.CreatedAt.UTC()
+	a.CompletedAt, a.ObservedAt = utcPtr(completed), utcPtr(observed)
+	return a, err
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// DIDOperationInsertMany implements store.Executor.
+func (e executor) DIDOperationInsertMany(ctx context.Context, ops []store.DIDOperation) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	n := len(ops)
+	suffixes, types := make([]string, n), make([]string, n)
+	seqs := make([]int64, n)
+	idx := make([]int32, n)
+	reqs := make([][]byte, n)
+	for i, op := range ops {
+		suffixes[i], seqs[i], idx[i], types[i], reqs[i] = op.Suffix, op.AnchorSeq, int32(op.Index), op.Type, op.Request
+	}
+	if _, err := e.q.Exec(ctx, qDIDOperationInsert, suffixes, seqs, idx, types, reqs); err != nil {
+		return fmt.Errorf("index %d operations: %w", n, err)
+	}
+	return nil
+}
+
+// DIDOperationList implements store.Executor.
+func (e executor) DIDOperationList(ctx context.Context, suffix string) ([]store.DIDOperation, error) {
+	rows, err := e.q.Query(ctx, qDIDOperationList, suffix)
+	if err != nil {
+		return nil, fmt.Errorf("list operations of %s: %w", suffix, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.DIDOperation, error) {
+		var op store.DIDOperation
+		err := r.Scan(&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request)
+		return op, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list operations of %s: %w", suffix, err)
+	}
+	return out, nil
+}
+
+// DIDLastAnchors implements store.Executor.
+func (e executor) DIDLastAnchors(ctx context.Context, suffixes []string) (map[string]int64, error) {
+	out := make(map[string]int64)
+	if len(suffixes) == 0 {
+		return out, nil
+	}
+	rows, err := e.q.Query(ctx, qDIDLastAnchors, suffixes)
+	if err != nil {
+		return nil, fmt.Errorf("last anchors of %d DIDs: %w", len(suffixes), err)
+	}
+	var s string
+	var seq int64
+	if _, err := pgx.ForEachRow(rows, []any{&s, &seq}, func() error { out[s] = seq; return nil }); err != nil {
+		return nil, fmt.Errorf("last anchors of %d DIDs: %w", len(suffixes), err)
+	}
+	return out, nil
+}
+
+// DIDSuffixList implements store.Executor.
+func (e executor) DIDSuffixList(ctx context.Context, after string, limit int) ([]string, error) {
+	rows, err := e.q.Query(ctx, qDIDSuffixList, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list DID suffixes: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list DID suffixes: %w", err)
+	}
+	return out, nil
+}

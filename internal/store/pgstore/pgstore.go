@@ -1,0 +1,146 @@
+// Package pgstore is the PostgreSQL backend of the store contract, through pgx v5 and its pool.
+// It is selected by --database-url and shared by every instance of a cluster.
+//
+// All coordination times come from PostgreSQL's clock (now() in the statements themselves), so
+// hosts with skewed clocks still agree on lease and claim expiry. Migrations run under a
+// transaction-scoped advisory lock keyed by the current schema, so instances starting together
+// apply each migration once.
+package pgstore
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/anchord/anchord/internal/store"
+)
+
+//go:embed migration/*.sql
+var migrationFS embed.FS
+
+// MaxConnsDefault bounds the pool when Config.MaxConns is zero.
+const MaxConnsDefault = 16
+
+// Config configures Open.
+type Config struct {
+	URL      string
+	MaxConns int
+	Logger   *slog.Logger
+	// Registerer receives the pool metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+// Store is the PostgreSQL backend.
+type Store struct {
+	executor
+	pool   *pgxpool.Pool
+	logger *slog.Logger
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects and applies pending migrations. It fails if the database cannot be reached;
+// the caller decides whether to retry.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	pcfg, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres store: parse URL: %w", err)
+	}
+	pcfg.MaxConns = int32(cmpOr(cfg.MaxConns, MaxConnsDefault))
+	// A dead server must be noticed quickly by health checks and callers, not after the OS
+	// TCP timeout.
+	pcfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	pcfg.HealthCheckPeriod = 5 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	s := &Store{executor: executor{q: pool}, pool: pool, logger: logger}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(newPoolCollector(pool)); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("register postgres pool metrics: %w", err)
+		}
+	}
+	return s, nil
+}
+
+func cmpOr(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// Backend implements store.Store.
+func (s *Store) Backend() string { return "postgres" }
+
+// Ping implements store.Store. It runs a query rather than pool.Ping so that a server that
+// accepts connections but cannot serve them is reported too.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.pool.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("ping postgres: %w", err)
+	}
+	return nil
+}
+
+// Close implements store.Store.
+func (s *Store) Close() { s.pool.Close() }
+
+// InTx implements store.Store.
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Executor) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		return fn(ctx, executor{q: tx})
+	})
+}
+
+// querier is what *pgxpool.Pool and pgx.Tx have in common.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+}
+
+type executor struct {
+	q querier
+}
+
+// Now implements store.Executor.
+func (e executor) Now(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	if err := e.q.QueryRow(ctx, qNow).Scan(&t); err != nil {
+		return time.Time{}, fmt.Errorf("read database clock: %w", err)
+	}
+	return t.UTC(), nil
+}
+
+// interpretError maps PostgreSQL errors to the contract's sentinels.
+func interpretError(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" { // unique_violation
+		return fmt.Errorf("%w: %s", store.ErrConflict, pe.Message)
+	}
+	return err
+}

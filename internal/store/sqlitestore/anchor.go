@@ -1,0 +1,199 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/anchord/anchord/internal/store"
+)
+
+// AnchorInsert implements store.Executor.
+func (e executor) AnchorInsert(ctx context.Context, p store.AnchorInsertParams) (store.Anchor, error) {
+	now := nowMicros()
+	var completed sql.NullInt64
+	if p.Status == store.AnchorCompleted {
+		completed = sql.NullInt64{Int64: now, Valid: true}
+	}
+	a, err := scanAnchor(e.w.QueryRowContext(ctx, qAnchorInsert, p.AnchorString, p.CoreIndexCID, p.OpCount,
+		p.Backend, p.Status, p.Record, p.Signature, now, completed))
+	if err != nil {
+		return a, fmt.Errorf("record anchor %s: %w", p.AnchorString, interpretError(err))
+	}
+	return a, nil
+}
+
+// AnchorGet implements store.Executor.
+func (e executor) AnchorGet(ctx context.Context, seq int64) (store.Anchor, error) {
+	a, err := scanAnchor(e.r.QueryRowContext(ctx, qAnchorGet, seq))
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, fmt.Errorf("get anchor %d: %w", seq, store.ErrNotFound)
+	}
+	if err != nil {
+		return a, fmt.Errorf("get anchor %d: %w", seq, err)
+	}
+	return a, nil
+}
+
+// AnchorList implements store.Executor.
+func (e executor) AnchorList(ctx context.Context, p store.AnchorListParams) ([]store.Anchor, error) {
+	rows, err := e.r.QueryContext(ctx, qAnchorList, p.AfterSeq, p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list anchors: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Anchor
+	for rows.Next() {
+		a, err := scanAnchor(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list anchors: %w", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list anchors: %w", err)
+	}
+	return out, nil
+}
+
+// AnchorNextToObserve implements store.Executor. SQLite has one writer, so the transaction that
+// reads the row already excludes every other observer until it commits.
+func (e executor) AnchorNextToObserve(ctx context.Context) (store.Anchor, error) {
+	a, err := scanAnchor(e.r.QueryRowContext(ctx, qAnchorNextToObserve))
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, fmt.Errorf("next anchor to observe: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return a, fmt.Errorf("next anchor to observe: %w", err)
+	}
+	return a, nil
+}
+
+// AnchorMarkObserved implements store.Executor.
+func (e executor) AnchorMarkObserved(ctx context.Context, seq int64) error {
+	res, err := e.w.ExecContext(ctx, qAnchorMarkObserved, nowMicros(), seq)
+	if err != nil {
+		return fmt.Errorf("mark anchor %d observed: %w", seq, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("mark anchor %d observed: %w", seq, store.ErrNotFound)
+	}
+	return nil
+}
+
+func scanAnchor(r scanner) (store.Anchor, error) {
+	var a store.Anchor
+	var created int64
+	var completed, observed sql.NullInt64
+	err := r.Scan(&a.Seq, &a.AnchorString, &a.CoreIndexCID, &a.OpCount, &a.Backend, &a.Status, &a.Record,
+		&a.Signature, &a.Error, &created, &completed, &observed)
+	a.CreatedAt = fromMicros(created)
+	a.CompletedAt = fromNullMicros(completed)
+	a.ObservedAt = fromNullMicros(observed)
+	return a, err
+}
+
+// rowsPerInsert bounds the rows of one multi-row INSERT: 5 values each, well within SQLite's
+// variable limit, and large enough that statement overhead stops mattering.
+const rowsPerInsert = 200
+
+// DIDOperationInsertMany implements store.Executor with multi-row statements.
+func (e executor) DIDOperationInsertMany(ctx context.Context, ops []store.DIDOperation) error {
+	err := e.batch(ctx, func(tx *sql.Tx) error {
+		for start := 0; start < len(ops); start += rowsPerInsert {
+			chunk := ops[start:min(start+rowsPerInsert, len(ops))]
+			args := make([]any, 0, 5*len(chunk))
+			for _, op := range chunk {
+				args = append(args, op.Suffix, op.AnchorSeq, op.Index, op.Type, op.Request)
+			}
+			q := fmt.Sprintf(qDIDOperationInsert, strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?),", len(chunk)), ","))
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("index %d operations: %w", len(ops), err)
+	}
+	return nil
+}
+
+// DIDOperationList implements store.Executor.
+func (e executor) DIDOperationList(ctx context.Context, suffix string) ([]store.DIDOperation, error) {
+	rows, err := e.r.QueryContext(ctx, qDIDOperationList, suffix)
+	if err != nil {
+		return nil, fmt.Errorf("list operations of %s: %w", suffix, err)
+	}
+	defer rows.Close()
+	var out []store.DIDOperation
+	for rows.Next() {
+		var op store.DIDOperation
+		if err := rows.Scan(&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request); err != nil {
+			return nil, fmt.Errorf("list operations of %s: %w", suffix, err)
+		}
+		out = append(out, op)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list operations of %s: %w", suffix, err)
+	}
+	return out, nil
+}
+
+// maxInList bounds the placeholders of one IN list (SQLite allows 32,766 variables).
+const maxInList = 1000
+
+// DIDLastAnchors implements store.Executor.
+func (e executor) DIDLastAnchors(ctx context.Context, suffixes []string) (map[string]int64, error) {
+	out := make(map[string]int64)
+	for start := 0; start < len(suffixes); start += maxInList {
+		chunk := suffixes[start:min(start+maxInList, len(suffixes))]
+		args := make([]any, len(chunk))
+		for i, s := range chunk {
+			args[i] = s
+		}
+		q := fmt.Sprintf(qDIDLastAnchors, strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ","))
+		rows, err := e.r.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, fmt.Errorf("last anchors of %d DIDs: %w", len(suffixes), err)
+		}
+		for rows.Next() {
+			var s string
+			var seq int64
+			if err := rows.Scan(&s, &seq); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("last anchors of %d DIDs: %w", len(suffixes), err)
+			}
+			out[s] = seq
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("last anchors of %d DIDs: %w", len(suffixes), err)
+		}
+	}
+	return out, nil
+}
+
+// DIDSuffixList implements store.Executor.
+func (e executor) DIDSuffixList(ctx context.Context, after string, limit int) ([]string, error) {
+	rows, err := e.r.QueryContext(ctx, qDIDSuffixList, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list DID suffixes: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, fmt.Errorf("list DID suffixes: %w", err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list DID suffixes: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,31 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/anchord/anchord/internal/store"
+)
+
+// CASPut implements store.Executor.
+func (e executor) CASPut(ctx context.Context, cid string, data []byte) error {
+	if _, err := e.w.ExecContext(ctx, qCASPut, cid, data, len(data), nowMicros()); err != nil {
+		return fmt.Errorf("store %s: %w", cid, err)
+	}
+	return nil
+}
+
+// CASGet implements store.Executor.
+func (e executor) CASGet(ctx context.Context, cid string) ([]byte, error) {
+	var data []byte
+	err := e.r.QueryRowContext(ctx, qCASGet, cid).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("read %s: %w", cid, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", cid, err)
+	}
+	return data, nil
+}

@@ -1,0 +1,6 @@
+-- Named values written once and read often: the domain's signing key, the instance's identity.
+CREATE TABLE settings (
+    name       TEXT    PRIMARY KEY,
+    value      BLOB    NOT NULL,
+    created_at INTEGER NOT NULL
+);

@@ -1,0 +1,99 @@
+package sqlitestore
+
+// All SQL of the SQLite backend lives in this file. Times are stored as INTEGER Unix
+// microseconds (UTC): comparisons are integer comparisons and no text parsing is involved.
+
+const (
+	qNow = `SELECT CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)`
+
+	qMigrationsBootstrap = `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		applied_at INTEGER NOT NULL
+	)`
+	qMigrationList   = `SELECT version, name, applied_at FROM schema_migrations ORDER BY version`
+	qMigrationInsert = `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`
+)
+
+const (
+	qSettingGet    = `SELECT value FROM settings WHERE name = ?`
+	qSettingInsert = `INSERT INTO settings (name, value, created_at) VALUES (?, ?, ?)`
+)
+
+const (
+	qOpQueueUpsert = `INSERT INTO op_queue
+		(op_id, suffix, op_type, request, instance_id, attempts, history, enqueued_at, available_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (op_id) DO UPDATE SET
+			instance_id = excluded.instance_id, attempts = excluded.attempts, history = excluded.history,
+			available_at = excluded.available_at, expires_at = excluded.expires_at
+		RETURNING id`
+	qOpQueueList = `SELECT id, op_id, suffix, op_type, request, instance_id, attempts, history,
+		enqueued_at, available_at, expires_at
+		FROM op_queue WHERE instance_id = ? AND id > ? ORDER BY id LIMIT ?`
+	// qOpQueueDeleteIn is completed with one placeholder per id.
+	qOpQueueDeleteIn = `DELETE FROM op_queue WHERE instance_id = ? AND id IN (%s)`
+	qOpQueueRetry    = `UPDATE op_queue SET attempts = ?, history = ?, available_at = ?
+		WHERE id = ? AND instance_id = ?`
+
+	qDeadLetterInsert = `INSERT INTO dead_letters (kind, ref, topic, payload, reason, attempts, history, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	qDeadLetterColumns = `id, kind, ref, topic, payload, reason, attempts, history, created_at`
+	qDeadLetterList    = `SELECT ` + qDeadLetterColumns + ` FROM dead_letters
+		WHERE (? = '' OR kind = ?) AND id > ? ORDER BY id LIMIT ?`
+	qDeadLetterGet    = `SELECT ` + qDeadLetterColumns + ` FROM dead_letters WHERE id = ?`
+	qDeadLetterDelete = `DELETE FROM dead_letters WHERE id = ?`
+
+	qCASPut = `INSERT INTO cas_objects (cid, data, size, created_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (cid) DO NOTHING`
+	qCASGet = `SELECT data FROM cas_objects WHERE cid = ?`
+
+	qAnchorColumns = `seq, anchor_string, core_index_cid, op_count, backend, status, record, signature,
+		error, created_at, completed_at, observed_at`
+	qAnchorInsert = `INSERT INTO anchors
+		(anchor_string, core_index_cid, op_count, backend, status, record, signature, created_at, completed_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ` + qAnchorColumns
+	qAnchorGet           = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq = ?`
+	qAnchorList          = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq > ? ORDER BY seq LIMIT ?`
+	qAnchorNextToObserve = `SELECT ` + qAnchorColumns + ` FROM anchors
+		WHERE status = 'completed' AND observed_at IS NULL ORDER BY seq LIMIT 1`
+	qAnchorMarkObserved = `UPDATE anchors SET observed_at = ?
+		WHERE seq = ? AND status = 'completed' AND observed_at IS NULL`
+
+	// qDIDOperationInsert is completed with one "(?, ?, ?, ?, ?)" per row.
+	qDIDOperationInsert = `INSERT INTO did_operations (suffix, anchor_seq, op_index, op_type, request)
+		VALUES %s ON CONFLICT DO NOTHING`
+	qDIDOperationList = `SELECT suffix, anchor_seq, op_index, op_type, request FROM did_operations
+		WHERE suffix = ? ORDER BY anchor_seq, op_index`
+	// qDIDLastAnchors is completed with one placeholder per suffix.
+	qDIDLastAnchors = `SELECT suffix, MAX(anchor_seq) FROM did_operations WHERE suffix IN (%s) GROUP BY suffix`
+)
+
+const (
+	qOpQueueTaskTouch = `INSERT INTO op_queue_tasks (instance_id, updated_at) VALUES (?, ?)
+		ON CONFLICT (instance_id) DO UPDATE SET updated_at = excluded.updated_at`
+	qOpQueueTaskDelete   = `DELETE FROM op_queue_tasks WHERE instance_id = ?`
+	qOpQueueTaskCheck    = `SELECT 1 FROM op_queue_tasks WHERE instance_id = ?`
+	qOpQueueTaskTakeOver = `DELETE FROM op_queue_tasks WHERE updated_at < ? AND instance_id <> ? RETURNING instance_id`
+	qOpQueueOrphans      = `SELECT id, op_id, suffix, op_type, request, instance_id, attempts, history,
+		enqueued_at, available_at, expires_at
+		FROM op_queue q WHERE q.instance_id <> ?
+		AND NOT EXISTS (SELECT 1 FROM op_queue_tasks t WHERE t.instance_id = q.instance_id)
+		ORDER BY id LIMIT ?`
+)
+
+const (
+	// qAnchoredOpInsert is completed with one "(?, ?, ?)" per row.
+	qAnchoredOpInsert = `INSERT INTO anchored_ops (op_id, anchor_seq, expires_at) VALUES %s`
+	// qAnchoredOpsFilter is completed with one placeholder per id.
+	qAnchoredOpsFilter = `SELECT op_id FROM anchored_ops WHERE op_id IN (%s)`
+)
+
+const qOpQueueTaskRefresh = `UPDATE op_queue_tasks SET updated_at = ? WHERE instance_id = ?`
+
+// qOpQueueOwned is completed with one placeholder per id.
+const qOpQueueOwned = `SELECT id FROM op_queue WHERE instance_id = ? AND id IN (%s)`
+
+const qAnchoredOpsDeleteByAnchor = `DELETE FROM anchored_ops WHERE anchor_seq = ?`
+
+const qDIDSuffixList = `SELECT DISTINCT suffix FROM did_operations WHERE suffix > ? ORDER BY suffix LIMIT ?`

@@ -1,0 +1,219 @@
+// Package sqlitestore is the embedded store: SQLite through modernc.org/sqlite (pure Go), one
+// database file under the data directory, in WAL mode with synchronous=FULL, so a committed
+// transaction survives kill -9 and power loss.
+//
+// What it does worse than pgstore, by design of SQLite: one writer at a time (every InTx takes
+// the write lock with BEGIN IMMEDIATE, so write transactions are serialised in this process and
+// never fail with SQLITE_BUSY mid-way), no LISTEN/NOTIFY, and the "database clock" is this
+// process's clock, which is fine because an embedded store has exactly one instance.
+//
+// Reads outside a transaction use a separate read-only pool, which WAL lets run beside the writer.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/anchord/anchord/internal/store"
+)
+
+//go:embed migration/*.sql
+var migrationFS embed.FS
+
+// FileName is the database file inside the data directory.
+const FileName = "anchord.db"
+
+// MaxReadersDefault bounds the read-only connection pool.
+const MaxReadersDefault = 8
+
+// SynchronousDefault is "full": an acknowledged operation survives power loss, not only a
+// killed process. Group commit upstream keeps the fsync rate low.
+const SynchronousDefault = "full"
+
+// Config configures Open.
+type Config struct {
+	// DataDir is created if missing; the database is DataDir/anchord.db.
+	DataDir string
+	// MaxReaders bounds the read pool; zero means MaxReadersDefault.
+	MaxReaders int
+	// Synchronous is SQLite's synchronous setting: "full" (default) fsyncs the WAL at every
+	// commit, so a committed transaction survives power loss; "normal" fsyncs only at
+	// checkpoints, so a committed transaction survives a killed process but the last ones may
+	// be lost on power loss or an OS crash.
+	Synchronous string
+	Logger      *slog.Logger
+	// Registerer receives the connection-pool metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+// Store is the SQLite backend.
+type Store struct {
+	executor
+	writer *sql.DB
+	reader *sql.DB
+	path   string
+	logger *slog.Logger
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open creates or opens the database and applies pending migrations.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("open sqlite store: data directory is empty")
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("open sqlite store: create data directory: %w", err)
+	}
+	path := filepath.Join(cfg.DataDir, FileName)
+
+	sync := cfg.Synchronous
+	switch sync {
+	case "":
+		sync = SynchronousDefault
+	case "full", "normal":
+	default:
+		return nil, fmt.Errorf("open sqlite store: synchronous must be full or normal, not %q", sync)
+	}
+	writer, err := sql.Open("sqlite", dsn(path, false, sync))
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
+	// One writer connection: SQLite admits one writer at a time anyway, and queueing in
+	// database/sql is cheaper and fairer than spinning on SQLITE_BUSY.
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+
+	reader, err := sql.Open("sqlite", dsn(path, true, sync))
+	if err != nil {
+		_ = writer.Close()
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
+	maxReaders := cmpOr(cfg.MaxReaders, MaxReadersDefault)
+	reader.SetMaxOpenConns(maxReaders)
+	reader.SetMaxIdleConns(maxReaders)
+
+	s := &Store{writer: writer, reader: reader, path: path, logger: logger}
+	s.executor = executor{w: writer, r: reader}
+
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if cfg.Registerer != nil {
+		c := newPoolCollector(map[string]*sql.DB{"writer": writer, "reader": reader})
+		if err := cfg.Registerer.Register(c); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("register sqlite pool metrics: %w", err)
+		}
+	}
+	return s, nil
+}
+
+func cmpOr(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+func dsn(path string, readOnly bool, synchronous string) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous("+synchronous+")")
+	q.Add("_pragma", "foreign_keys(ON)")
+	// Reads through a memory map instead of one pread per page, and a 64 MiB page cache per
+	// connection: the profile under load was dominated by page-read syscalls.
+	q.Add("_pragma", "mmap_size(1073741824)")
+	q.Add("_pragma", "cache_size(-65536)")
+	// Checkpoint the WAL every ~40 MB instead of every 4 MB: pages rewritten by many commits
+	// (the queue's hot pages) are copied to the database file once per checkpoint, not once per
+	// 1,000 pages. Measured +5-8 % operations/s under load; the WAL file grows accordingly.
+	q.Add("_pragma", "wal_autocheckpoint(10000)")
+	q.Add("_time_format", "sqlite")
+	if readOnly {
+		q.Add("_pragma", "query_only(ON)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Backend implements store.Store.
+func (s *Store) Backend() string { return "sqlite" }
+
+// Path returns the database file.
+func (s *Store) Path() string { return s.path }
+
+// Ping implements store.Store.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.reader.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping sqlite: %w", err)
+	}
+	return nil
+}
+
+// Close implements store.Store.
+func (s *Store) Close() {
+	_ = s.reader.Close()
+	// Checkpointing on close keeps the WAL file small between runs; a failure is harmless.
+	_, _ = s.writer.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	_ = s.writer.Close()
+}
+
+// InTx implements store.Store. The transaction starts with BEGIN IMMEDIATE (the writer DSN's
+// _txlock), so it holds the write lock from the start.
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Executor) error) error {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(ctx, executor{w: tx, r: tx}); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// querier is what *sql.DB and *sql.Tx have in common.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// executor runs queries: writes on w, reads on r. Inside a transaction both are the transaction.
+type executor struct {
+	w querier
+	r querier
+}
+
+// Now implements store.Executor. An embedded store has one process, so its clock is the
+// database clock; it is read through SQLite all the same so both backends behave alike.
+func (e executor) Now(ctx context.Context) (time.Time, error) {
+	var ms int64
+	if err := e.r.QueryRowContext(ctx, qNow).Scan(&ms); err != nil {
+		return time.Time{}, fmt.Errorf("read database clock: %w", err)
+	}
+	return time.UnixMicro(ms).UTC(), nil
+}

@@ -1,0 +1,158 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/store"
+)
+
+// Exercise runs the conformance suite against a backend. newOpener returns an opener for a
+// fresh, empty database each time it is called; migrations lists the backend's embedded
+// migrations.
+func Exercise(t *testing.T, newOpener func(t testing.TB) Opener, migrations []store.Migration) {
+	t.Helper()
+
+	setup := func(t *testing.T) (store.Store, Opener) {
+		t.Helper()
+		o := newOpener(t)
+		return Open(t, o), o
+	}
+
+	t.Run("MigrationsAppliedOnceAndIdempotent", func(t *testing.T) {
+		t.Parallel()
+		s, opener := setup(t)
+		ctx := context.Background()
+		applied, err := s.MigrationList(ctx)
+		require.NoError(t, err)
+		require.Len(t, applied, len(migrations))
+		for i, m := range migrations {
+			require.Equal(t, m.Version, applied[i].Version)
+			require.Equal(t, m.Name, applied[i].Name)
+			require.False(t, applied[i].AppliedAt.IsZero())
+		}
+
+		// Reopening, even by several instances at once, applies nothing again.
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for range 4 {
+			wg.Go(func() {
+				s2, err := opener(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				s2.Close()
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		again, err := s.MigrationList(ctx)
+		require.NoError(t, err)
+		require.Equal(t, applied, again)
+	})
+
+	t.Run("NowIsTheDatabaseClock", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		ctx := context.Background()
+		a, err := s.Now(ctx)
+		require.NoError(t, err)
+		require.WithinDuration(t, time.Now(), a, 5*time.Second, "test services run on this host")
+		require.Equal(t, time.UTC, a.Location())
+		b, err := s.Now(ctx)
+		require.NoError(t, err)
+		require.False(t, b.Before(a))
+	})
+
+	t.Run("Ping", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		require.NoError(t, s.Ping(context.Background()))
+	})
+
+	t.Run("InTxCommitsOrRollsBack", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		ctx := context.Background()
+
+		require.NoError(t, s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+			return tx.SettingInsert(ctx, "committed", []byte("yes"))
+		}))
+		v, err := s.SettingGet(ctx, "committed")
+		require.NoError(t, err)
+		require.Equal(t, []byte("yes"), v)
+
+		boom := errors.New("boom")
+		err = s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+			if err := tx.SettingInsert(ctx, "rolled-back", []byte("no")); err != nil {
+				return err
+			}
+			got, err := tx.SettingGet(ctx, "rolled-back")
+			require.NoError(t, err, "a transaction reads its own writes")
+			require.Equal(t, []byte("no"), got)
+			return boom
+		})
+		require.ErrorIs(t, err, boom)
+		_, err = s.SettingGet(ctx, "rolled-back")
+		require.ErrorIs(t, err, store.ErrNotFound)
+	})
+
+	t.Run("InTxSerialisesWriters", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		ctx := context.Background()
+		// Many concurrent first-start races on one name: exactly one insert wins and every
+		// loser sees ErrConflict, never another error.
+		var wg sync.WaitGroup
+		results := make(chan error, 16)
+		for i := range 16 {
+			wg.Go(func() {
+				results <- s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+					return tx.SettingInsert(ctx, "race", []byte{byte(i)})
+				})
+			})
+		}
+		wg.Wait()
+		close(results)
+		wins := 0
+		for err := range results {
+			if err == nil {
+				wins++
+				continue
+			}
+			require.ErrorIs(t, err, store.ErrConflict)
+		}
+		require.Equal(t, 1, wins)
+	})
+
+	exerciseOpQueue(t, setup)
+	exercisePipeline(t, setup)
+	exerciseCluster(t, setup)
+	exerciseAnchoredOps(t, setup)
+	exerciseTask(t, setup)
+	exerciseLedger(t, setup)
+
+	t.Run("Settings", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		ctx := context.Background()
+		_, err := s.SettingGet(ctx, "missing")
+		require.ErrorIs(t, err, store.ErrNotFound)
+		name := randomName("key")
+		require.NoError(t, s.SettingInsert(ctx, name, []byte{0, 1, 2, 255}))
+		err = s.SettingInsert(ctx, name, []byte("other"))
+		require.ErrorIs(t, err, store.ErrConflict)
+		v, err := s.SettingGet(ctx, name)
+		require.NoError(t, err)
+		require.Equal(t, []byte{0, 1, 2, 255}, v, "binary-safe, first value kept")
+	})
+}

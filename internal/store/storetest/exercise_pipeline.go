@@ -1,0 +1,178 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/store"
+)
+
+func exercisePipeline(t *testing.T, setup setupFunc) {
+	t.Run("CAS", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		ctx := context.Background()
+		big := bytes.Repeat([]byte{0, 1, 2, 254, 255}, 400_000)
+		require.NoError(t, s.CASPut(ctx, "QmBig", big))
+		require.NoError(t, s.CASPut(ctx, "QmBig", big), "idempotent")
+		got, err := s.CASGet(ctx, "QmBig")
+		require.NoError(t, err)
+		require.Equal(t, big, got)
+		_, err = s.CASGet(ctx, "QmMissing")
+		require.ErrorIs(t, err, store.ErrNotFound)
+	})
+
+	t.Run("AnchorsObservedExactlyOnce", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		ctx := context.Background()
+		var seqs []int64
+		for i, status := range []string{store.AnchorCompleted, store.AnchorPending, store.AnchorCompleted} {
+			a, err := s.AnchorInsert(ctx, store.AnchorInsertParams{
+				AnchorString: fmt.Sprintf("%d.QmCore%d", i+1, i), CoreIndexCID: fmt.Sprintf("QmCore%d", i),
+				OpCount: i + 1, Backend: "local", Status: status, Record: []byte(`{"r":1}`), Signature: []byte{9},
+			})
+			require.NoError(t, err)
+			require.Equal(t, status, a.Status)
+			require.Equal(t, status == store.AnchorCompleted, a.CompletedAt != nil)
+			require.Nil(t, a.ObservedAt)
+			seqs = append(seqs, a.Seq)
+		}
+		require.Less(t, seqs[0], seqs[1])
+		require.Less(t, seqs[1], seqs[2])
+		dup, err := s.AnchorInsert(ctx, store.AnchorInsertParams{AnchorString: "1.QmCore0", CoreIndexCID: "QmCore0", OpCount: 1, Backend: "local", Status: store.AnchorPending})
+		require.NoError(t, err, "an identical batch is a second anchor")
+		require.Greater(t, dup.Seq, seqs[2])
+
+		list, err := s.AnchorList(ctx, store.AnchorListParams{AfterSeq: seqs[0], Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, list, 3)
+		require.Equal(t, "2.QmCore1", list[0].AnchorString)
+		got, err := s.AnchorGet(ctx, seqs[2])
+		require.NoError(t, err)
+		require.Equal(t, []byte(`{"r":1}`), got.Record)
+		require.Equal(t, []byte{9}, got.Signature)
+		_, err = s.AnchorGet(ctx, dup.Seq+100)
+		require.ErrorIs(t, err, store.ErrNotFound)
+
+		// Completed anchors come out in order; the pending one never does.
+		for _, want := range []int64{seqs[0], seqs[2]} {
+			err := s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+				a, err := tx.AnchorNextToObserve(ctx)
+				require.NoError(t, err)
+				require.Equal(t, want, a.Seq)
+				return tx.AnchorMarkObserved(ctx, a.Seq)
+			})
+			require.NoError(t, err)
+		}
+		_, err = s.AnchorNextToObserve(ctx)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		require.ErrorIs(t, s.AnchorMarkObserved(ctx, seqs[0]), store.ErrNotFound, "observed once")
+		require.ErrorIs(t, s.AnchorMarkObserved(ctx, seqs[1]), store.ErrNotFound, "pending anchors are not observed")
+		a, err := s.AnchorGet(ctx, seqs[0])
+		require.NoError(t, err)
+		require.NotNil(t, a.ObservedAt)
+	})
+
+	t.Run("ConcurrentObserversTakeEachAnchorOnce", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		ctx := context.Background()
+		const anchors = 40
+		for i := range anchors {
+			_, err := s.AnchorInsert(ctx, store.AnchorInsertParams{
+				AnchorString: fmt.Sprintf("1.QmC%d", i), CoreIndexCID: fmt.Sprintf("QmC%d", i), OpCount: 1,
+				Backend: "local", Status: store.AnchorCompleted,
+			})
+			require.NoError(t, err)
+		}
+		var mu sync.Mutex
+		seen := map[int64]int{}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for {
+					var got int64
+					err := s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+						a, err := tx.AnchorNextToObserve(ctx)
+						if err != nil {
+							return err
+						}
+						got = a.Seq
+						return tx.AnchorMarkObserved(ctx, a.Seq)
+					})
+					if errors.Is(err, store.ErrNotFound) {
+						return
+					}
+					// assert, not require: FailNow must not be called off the test goroutine.
+					if !assert.NoError(t, err) {
+						return
+					}
+					mu.Lock()
+					seen[got]++
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		require.Len(t, seen, anchors)
+		for seq, n := range seen {
+			require.Equal(t, 1, n, "anchor %d observed %d times", seq, n)
+		}
+	})
+
+	t.Run("DIDOperations", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		ctx := context.Background()
+		ops := []store.DIDOperation{
+			{Suffix: "EiA", AnchorSeq: 2, Index: 0, Type: "update", Request: []byte("u")},
+			{Suffix: "EiA", AnchorSeq: 1, Index: 3, Type: "create", Request: []byte("c")},
+			{Suffix: "EiB", AnchorSeq: 1, Index: 4, Type: "create", Request: []byte("c2")},
+			{Suffix: "EiA", AnchorSeq: 5, Index: 1, Type: "recover", Request: []byte("r")},
+		}
+		require.NoError(t, s.DIDOperationInsertMany(ctx, ops))
+		require.NoError(t, s.DIDOperationInsertMany(ctx, ops[:2]), "re-observing is harmless")
+		list, err := s.DIDOperationList(ctx, "EiA")
+		require.NoError(t, err)
+		require.Len(t, list, 3)
+		require.Equal(t, []string{"create", "update", "recover"}, []string{list[0].Type, list[1].Type, list[2].Type})
+		require.Equal(t, []byte("c"), list[0].Request)
+		require.Equal(t, 3, list[0].Index)
+		none, err := s.DIDOperationList(ctx, "EiZ")
+		require.NoError(t, err)
+		require.Empty(t, none)
+
+		all, err := s.DIDSuffixList(ctx, "", 10)
+		require.NoError(t, err)
+		require.Equal(t, []string{"EiA", "EiB"}, all, "distinct, in order")
+		rest, err := s.DIDSuffixList(ctx, "EiA", 10)
+		require.NoError(t, err)
+		require.Equal(t, []string{"EiB"}, rest)
+
+		last, err := s.DIDLastAnchors(ctx, []string{"EiA", "EiB", "EiZ"})
+		require.NoError(t, err)
+		require.Equal(t, map[string]int64{"EiA": 5, "EiB": 1}, last)
+
+		// Many suffixes at once (past SQLite's per-statement IN-list chunk).
+		var many []store.DIDOperation
+		var suffixes []string
+		for i := range 2500 {
+			sfx := fmt.Sprintf("EiMany%04d", i)
+			suffixes = append(suffixes, sfx)
+			many = append(many, store.DIDOperation{Suffix: sfx, AnchorSeq: int64(10 + i%3), Index: i, Type: "create", Request: []byte("x")})
+		}
+		require.NoError(t, s.DIDOperationInsertMany(ctx, many))
+		last, err = s.DIDLastAnchors(ctx, suffixes)
+		require.NoError(t, err)
+		require.Len(t, last, 2500)
+		require.Equal(t, int64(11), last["EiMany0001"])
+	})
+}
