@@ -335,9 +335,6 @@ func (m *Manager) settleAll(ctx context.Context) {
 func (m *Manager) settle(ctx context.Context, out runOutcome) {
 	st := m.states[out.TaskID]
 	st.run = nil
-	if out.Untrusted {
-		m.m.losses.WithLabelValues(out.TaskID, lossUntrusted).Inc()
-	}
 	if out.Term != st.term {
 		return // cannot happen while checks skip tasks that run; kept as a guard
 	}

@@ -154,6 +154,10 @@ func (m *Manager) finish(ctx context.Context, out *runOutcome, fence store.TaskP
 }
 
 func (m *Manager) observe(ctx context.Context, out runOutcome) {
+	// Counted here, before the outcome is announced, so the metric never lags the event.
+	if out.Untrusted {
+		m.m.losses.WithLabelValues(out.TaskID, lossUntrusted).Inc()
+	}
 	m.m.runs.WithLabelValues(out.TaskID, out.Result).Inc()
 	m.m.runDuration.WithLabelValues(out.TaskID).Observe(out.Duration.Seconds())
 	log := m.cfg.Logger.With("task", out.TaskID, "term", out.Term, "duration", out.Duration, "result", out.Result)
