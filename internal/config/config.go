@@ -52,7 +52,7 @@ const (
 	MQQueueTypeDefault                = "classic"
 	MQPublisherChannelPoolSizeDefault = 25
 	MQMaxConnectionChannelsDefault    = 1000
-	MQOpQueuePoolDefault              = 5
+	MQOpQueuePoolDefault              = 64
 	MQObserverPoolDefault             = 5
 	OpQueueTaskMonitorIntervalDefault = 10 * time.Second
 	OpQueueTaskExpirationDefault      = time.Minute

@@ -52,7 +52,7 @@ func (c *Config) params() []Param {
 		String(&c.MQQueueType, "mq-queue-type", "RabbitMQ queue type: classic (measured faster on one node) or quorum"),
 		Int(&c.MQPublisherChannelPoolSize, "mq-publisher-channel-pool-size", "pooled publisher channels (publishes in flight at once)"),
 		Int(&c.MQMaxConnectionChannels, "mq-max-connection-channels", "channels per connection before another connection is opened"),
-		Int(&c.MQOpQueuePool, "mq-op-queue-pool", "concurrent consumers of the operation topic per instance"),
+		Int(&c.MQOpQueuePool, "mq-op-queue-pool", "operation messages handled at once per instance (Orb: 5; anchord group-commits them, so more in flight means fewer, larger commits)"),
 		Int(&c.MQObserverPool, "mq-observer-pool", "concurrent consumers of the anchor topic per instance"),
 		Duration(&c.OpQueueTaskMonitorInterval, "op-queue-task-monitor-interval", "how often an instance refreshes its task entry, and the op-queue monitor runs"),
 		Duration(&c.OpQueueTaskExpiration, "op-queue-task-expiration", "an instance whose task entry is older is presumed dead and its operations reposted"),

@@ -205,6 +205,11 @@ func buildPipeline(ctx context.Context, w *wiring) (func(mux *http.ServeMux), er
 		// Consumers stop first; the heartbeat runs until the writer has flushed, then the
 		// instance hands back what it still holds and deletes its task entry.
 		w.sup.add(StageConsumers, "opqueue-consumer", broker.Consume)
+		// The publisher serves intake's Adds, so it stops only after HTTP has.
+		w.sup.add(StageConsumers, "opqueue-publisher", broker.Run)
+		// The committer serves the consumer's deliveries, so it stops after the consumer has
+		// drained its handlers.
+		w.sup.add(StageWriters, "opqueue", queue.Run)
 		w.sup.add(StageConsumers, "observer-consumer", func(ctx context.Context) error { return obs.Subscribe(ctx, w.ps, cfg.MQObserverPool) })
 		w.sup.add(StageWriters, "opqueue-heartbeat", broker.Heartbeat)
 		w.sup.onStop(StageWriters, "opqueue-give-back", func() {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/anchord/anchord/internal/loop"
@@ -15,8 +16,9 @@ import (
 
 // Defaults of BrokerConfig.
 const (
-	// PoolSizeDefault is mq-op-queue-pool: concurrent consumers of the operation topic.
-	PoolSizeDefault = 5
+	// PoolSizeDefault is mq-op-queue-pool: operation messages handled at once. Orb's 5 starves
+	// the group committer: each handler waits for a commit, so the pool bounds the commit size.
+	PoolSizeDefault = 64
 	// TaskMonitorIntervalDefault is op-queue-task-monitor-interval: how often the instance
 	// refreshes its task entry (and how often the monitor runs).
 	TaskMonitorIntervalDefault = 10 * time.Second
@@ -24,16 +26,19 @@ const (
 
 // BrokerConfig configures a Broker.
 type BrokerConfig struct {
-	PoolSize            int
+	PoolSize int
+	// PublishWorkers is the number of operation messages Run keeps in flight.
+	PublishWorkers      int
 	TaskMonitorInterval time.Duration
 	Logger              *slog.Logger
 }
 
 // Broker connects a Queue to the operation topic for cluster mode (DESIGN.md pipeline):
 //
-//   - Add publishes an accepted operation and returns once the broker confirmed it;
+//   - Add publishes an accepted operation and returns once the broker confirmed it; Run groups
+//     the operations of concurrent Adds into one message;
 //   - Consume stores each delivered operation as this instance's op_queue row (with its expiry)
-//     and in the in-memory queue, then acks — so a message is acked only after its row exists;
+//     and in the in-memory queue, then acks — so a message is acked only after its rows exist;
 //   - Repost publishes failed operations again with a delay, for any instance to take;
 //   - Heartbeat refreshes the instance's task entry and stops the instance once it has been
 //     taken over; GiveBack reposts what the instance still holds when it stops.
@@ -41,6 +46,11 @@ type Broker struct {
 	cfg BrokerConfig
 	q   *Queue
 	ps  pubsub.PubSub
+
+	pubCh   chan pubReq
+	stopped chan struct{} // closed when Run has returned
+	once    sync.Once
+	workers sync.WaitGroup
 }
 
 // NewBroker returns a Broker over q and ps and puts q in cluster mode: its Acks are fenced by
@@ -50,21 +60,24 @@ func NewBroker(cfg BrokerConfig, q *Queue, ps pubsub.PubSub) *Broker {
 	if cfg.PoolSize <= 0 {
 		cfg.PoolSize = PoolSizeDefault
 	}
+	if cfg.PublishWorkers <= 0 {
+		cfg.PublishWorkers = PublishWorkersDefault
+	}
 	if cfg.TaskMonitorInterval <= 0 {
 		cfg.TaskMonitorInterval = TaskMonitorIntervalDefault
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	b := &Broker{cfg: cfg, q: q, ps: ps}
+	b := &Broker{cfg: cfg, q: q, ps: ps, pubCh: make(chan pubReq, 4*groupMaxOps), stopped: make(chan struct{})}
 	q.cfg.Fenced = true
 	q.cfg.Dedup = true
 	q.cfg.RepostFunc = b.Repost
 	return b
 }
 
-// message is the operation topic's payload. Attempts and History travel with the operation, so
-// a repost keeps its failure count whichever instance takes it.
+// message is one operation in an envelope. Attempts and History travel with the operation, so a
+// repost keeps its failure count whichever instance takes it.
 type message struct {
 	OpID     string   `json:"opId"`
 	Suffix   string   `json:"suffix"`
@@ -72,11 +85,6 @@ type message struct {
 	Request  []byte   `json:"request"`
 	Attempts int      `json:"attempts,omitempty"`
 	History  []string `json:"history,omitempty"`
-}
-
-func encode(m message) *pubsub.Message {
-	body, _ := json.Marshal(m) // a struct of strings and bytes always encodes
-	return &pubsub.Message{ID: m.OpID, Body: body}
 }
 
 // Register creates the instance's task entry. It must precede Consume: rows written without an
@@ -97,14 +105,7 @@ func (b *Broker) Add(ctx context.Context, op NewOp) error {
 	if op.OpID == "" {
 		op.OpID = OpIDOf(op.Request)
 	}
-	start := time.Now()
-	err := b.ps.Publish(ctx, pubsub.TopicOperation, encode(message{OpID: op.OpID, Suffix: op.Suffix, Type: op.Type, Request: op.Request}))
-	if err != nil {
-		return fmt.Errorf("%w: publish operation: %w", ErrUnavailable, err)
-	}
-	b.q.m.added.Inc()
-	b.q.m.addLatency.Observe(time.Since(start).Seconds())
-	return nil
+	return b.publish(ctx, message{OpID: op.OpID, Suffix: op.Suffix, Type: op.Type, Request: op.Request})
 }
 
 // Consume takes operations from the operation topic into this instance's queue until ctx is done.
@@ -117,22 +118,34 @@ func (b *Broker) Consume(ctx context.Context) error {
 }
 
 func (b *Broker) handle(ctx context.Context, msg *pubsub.Message) error {
-	var m message
-	if err := json.Unmarshal(msg.Body, &m); err != nil || m.OpID == "" || m.Suffix == "" || len(m.Request) == 0 {
+	var e envelope
+	if err := json.Unmarshal(msg.Body, &e); err != nil || len(e.Ops) == 0 {
 		return pubsub.Permanent(fmt.Errorf("malformed operation message %s", msg.ID))
 	}
-	op := NewOp{OpID: m.OpID, Suffix: m.Suffix, Type: m.Type, Request: m.Request, Attempts: m.Attempts, History: m.History}
-	if err := b.q.Restore(ctx, []NewOp{op}, nil); err != nil {
-		return fmt.Errorf("store operation %s: %w", m.OpID, err)
+	ops := make([]NewOp, len(e.Ops))
+	for i, m := range e.Ops {
+		if m.OpID == "" || m.Suffix == "" || len(m.Request) == 0 {
+			return pubsub.Permanent(fmt.Errorf("malformed operation %d in message %s", i, msg.ID))
+		}
+		ops[i] = NewOp{OpID: m.OpID, Suffix: m.Suffix, Type: m.Type, Request: m.Request, Attempts: m.Attempts, History: m.History}
+	}
+	// All or nothing for the message: if a row fails, the message is redelivered, and the rows
+	// that were committed are found again by their OpID instead of being duplicated.
+	if err := b.q.Take(ctx, ops...); err != nil {
+		return fmt.Errorf("store %d operations of message %s: %w", len(ops), msg.ID, err)
 	}
 	return nil
 }
 
 // Repost publishes operations to the operation topic after delay; it is the Queue's RepostFunc.
 func (b *Broker) Repost(ctx context.Context, ops []Op, delay time.Duration) error {
-	msgs := make([]*pubsub.Message, len(ops))
+	ms := make([]message, len(ops))
 	for i, op := range ops {
-		msgs[i] = encode(message{OpID: op.OpID, Suffix: op.Suffix, Type: op.Type, Request: op.Request, Attempts: op.Attempts, History: op.History})
+		ms[i] = message{OpID: op.OpID, Suffix: op.Suffix, Type: op.Type, Request: op.Request, Attempts: op.Attempts, History: op.History}
+	}
+	var msgs []*pubsub.Message
+	for _, group := range chunks(ms) {
+		msgs = append(msgs, encodeGroup(group))
 	}
 	var err error
 	if delay > 0 {

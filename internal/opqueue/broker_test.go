@@ -3,6 +3,9 @@ package opqueue
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,21 +33,41 @@ func startNode(t *testing.T, st store.Store, broker *mempubsub.Broker, id string
 	require.NoError(t, err)
 	q, err := New(Config{InstanceID: id, MaxAttempts: 5, InitialInterval: 20 * time.Millisecond, MaxInterval: 20 * time.Millisecond, Logger: anchordtest.Logger(t)}, st)
 	require.NoError(t, err)
-	b := NewBroker(BrokerConfig{PoolSize: 2, TaskMonitorInterval: 20 * time.Millisecond, Logger: anchordtest.Logger(t)}, q, ps)
+	b := NewBroker(BrokerConfig{PoolSize: 2, TaskMonitorInterval: 20 * time.Millisecond, Logger: anchordtest.Logger(t)}, q, &countingPubSub{PubSub: ps})
 	require.NoError(t, b.Register(context.Background()))
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &node{id: id, q: q, b: b, cancel: cancel, done: make(chan error, 1)}
 	go func() {
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = q.Run(ctx) })
+		wg.Go(func() { _ = b.Run(ctx) })
+		var err error
 		if consume {
-			n.done <- b.Consume(ctx)
+			err = b.Consume(ctx)
 		} else {
 			<-ctx.Done()
-			n.done <- nil
 		}
+		wg.Wait()
+		n.done <- err
 	}()
 	t.Cleanup(func() { n.stop(); _ = ps.Close() })
 	return n
 }
+
+// countingPubSub counts the messages published to the operation topic.
+type countingPubSub struct {
+	pubsub.PubSub
+	operationMessages atomic.Int64
+}
+
+func (c *countingPubSub) Publish(ctx context.Context, topic string, msgs ...*pubsub.Message) error {
+	if topic == pubsub.TopicOperation {
+		c.operationMessages.Add(int64(len(msgs)))
+	}
+	return c.PubSub.Publish(ctx, topic, msgs...)
+}
+
+func (n *node) published() int64 { return n.b.ps.(*countingPubSub).operationMessages.Load() }
 
 func (n *node) stop() {
 	if n.cancel != nil {
@@ -77,6 +100,64 @@ func TestBrokerAddIsConsumedIntoTheQueue(t *testing.T) {
 		}
 		require.True(t, ids[OpIDOf(opFor(0).Request)], "rows keep the operation id")
 	})
+}
+
+// TestConcurrentAddsShareMessages checks that the operations of concurrent Adds travel in
+// fewer messages than operations, and that each one is stored exactly once.
+func TestConcurrentAddsShareMessages(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	broker := mempubsub.NewBroker(pubsub.Topics...)
+	a := startNode(t, st, broker, "a", false)
+	b := startNode(t, st, broker, "b", true)
+	const n = 300
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() { errs <- a.b.Add(context.Background(), opFor(i)) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	anchordtest.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return b.q.Len() == n })
+	got := map[string]int{}
+	for _, r := range rows(t, st, "b") {
+		got[r.OpID]++
+	}
+	require.Len(t, got, n)
+	for i := range n {
+		require.Equal(t, 1, got[OpIDOf(opFor(i).Request)])
+	}
+	require.Less(t, a.published(), int64(n), "concurrent operations share messages")
+	t.Logf("%d operations in %d messages", n, a.published())
+}
+
+func TestChunksKeepMessagesBounded(t *testing.T) {
+	t.Parallel()
+	var ms []message
+	for i := range 1000 {
+		size := 100
+		if i%7 == 0 {
+			size = 40 << 10
+		}
+		ms = append(ms, message{OpID: fmt.Sprint(i), Request: []byte(strings.Repeat("x", size))})
+	}
+	ms = append(ms, message{OpID: "huge", Request: make([]byte, 2*groupMaxBytes)})
+	var back []message
+	for _, c := range chunks(ms) {
+		require.NotEmpty(t, c)
+		require.LessOrEqual(t, len(c), groupMaxOps)
+		size := 0
+		for _, m := range c {
+			size += len(m.Request)
+		}
+		require.True(t, size <= groupMaxBytes || len(c) == 1, "a group over the byte bound holds one operation")
+		back = append(back, c...)
+	}
+	require.Equal(t, ms, back, "every operation once, in order")
+	require.Empty(t, chunks(nil))
 }
 
 func TestClusterNackRepostsForAnyInstance(t *testing.T) {
@@ -191,7 +272,9 @@ func TestMalformedMessageIsParked(t *testing.T) {
 	st := storetest.Open(t, storetest.SQLiteOpener(t))
 	broker := mempubsub.NewBroker(pubsub.Topics...)
 	n := startNode(t, st, broker, "n", true)
-	require.NoError(t, n.b.ps.Publish(context.Background(), pubsub.TopicOperation, &pubsub.Message{Body: []byte("not json")}))
-	anchordtest.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return len(broker.Parked()) == 1 })
+	for _, body := range []string{"not json", `{"ops":[]}`, `{"ops":[{"opId":"x","suffix":"s","request":"e30="},{"opId":""}]}`} {
+		require.NoError(t, n.b.ps.Publish(context.Background(), pubsub.TopicOperation, &pubsub.Message{Body: []byte(body)}))
+	}
+	anchordtest.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return len(broker.Parked()) == 3 })
 	require.Zero(t, n.q.Len())
 }

@@ -65,10 +65,11 @@ type Op struct {
 }
 
 type addReq struct {
-	op     store.OpQueueInsertParams
-	parsed *sidetree.Operation
-	at     time.Time
-	done   chan error
+	op      store.OpQueueInsertParams
+	parsed  *sidetree.Operation
+	restore bool // delivered by the broker (Take), not accepted here (Add)
+	at      time.Time
+	done    chan error
 }
 
 // Queue is the embedded operation queue of one instance.
@@ -153,35 +154,72 @@ func (q *Queue) Add(ctx context.Context, op NewOp) error {
 	if op.OpID == "" {
 		op.OpID = OpIDOf(op.Request)
 	}
-	req := addReq{
+	return q.group(ctx, q.addReq(op, false))
+}
+
+// Take queues an operation delivered by the broker (cluster mode) and returns once its row is
+// committed. Like Restore it keeps the operation's failure count and bypasses the backlog limit
+// (the operation was accepted already); unlike Restore it shares the group committer with other
+// deliveries, so the consumer pool costs one transaction per group, not one per message.
+func (q *Queue) Take(ctx context.Context, ops ...NewOp) error {
+	reqs := make([]addReq, len(ops))
+	for i, op := range ops {
+		if op.OpID == "" {
+			op.OpID = OpIDOf(op.Request)
+		}
+		reqs[i] = q.addReq(op, true)
+	}
+	return q.group(ctx, reqs...)
+}
+
+func (q *Queue) addReq(op NewOp, restore bool) addReq {
+	return addReq{
 		op: store.OpQueueInsertParams{
 			OpID: op.OpID, Suffix: op.Suffix, Type: op.Type, Request: op.Request,
-			InstanceID: q.cfg.InstanceID, Lifespan: q.cfg.Lifespan,
+			InstanceID: q.cfg.InstanceID, Lifespan: q.cfg.Lifespan, Attempts: op.Attempts, History: op.History,
 		},
-		parsed: op.Parsed,
-		at:     time.Now(),
-		done:   make(chan error, 1),
+		parsed:  op.Parsed,
+		restore: restore,
+		at:      time.Now(),
+		done:    make(chan error, 1),
 	}
-	select {
-	case q.addCh <- req:
-	case <-q.stopped:
-		return ErrClosed
-	case <-ctx.Done():
-		return fmt.Errorf("queue operation: %w", ctx.Err())
+}
+
+// group hands reqs to the group committer and waits for their outcome: nil only if every one
+// was committed.
+func (q *Queue) group(ctx context.Context, reqs ...addReq) error {
+	handed := 0
+	var err error
+	for _, req := range reqs {
+		select {
+		case q.addCh <- req:
+			handed++
+			continue
+		case <-q.stopped:
+			err = ErrClosed
+		case <-ctx.Done():
+			err = fmt.Errorf("queue operation: %w", ctx.Err())
+		}
+		break
 	}
 	// Once handed to the committer the outcome is waited for even if ctx ends: the row may be
 	// committed, and the caller must not report failure for a durable operation.
-	select {
-	case err := <-req.done:
-		return err
-	case <-q.stopped:
+	for _, req := range reqs[:handed] {
+		var e error
 		select {
-		case err := <-req.done:
-			return err
-		default:
-			return ErrClosed
+		case e = <-req.done:
+		case <-q.stopped:
+			select {
+			case e = <-req.done:
+			default:
+				e = ErrClosed
+			}
+		}
+		if err == nil {
+			err = e
 		}
 	}
+	return err
 }
 
 // Run is the group committer. It writes queued Adds in batches until ctx is done, then commits
@@ -282,6 +320,7 @@ func (q *Queue) commit(ctx context.Context, batch []addReq) {
 	for id := range q.inBatch {
 		known[id] = true // Sync found the committed row first and a batch took it
 	}
+	unordered := false
 	for i, p := range params {
 		if known[ids[i]] {
 			continue
@@ -293,17 +332,29 @@ func (q *Queue) commit(ctx context.Context, batch []addReq) {
 				break
 			}
 		}
+		if n := len(q.pending); n > 0 && q.pending[n-1].ID > ids[i] {
+			unordered = true
+		}
 		q.pending = append(q.pending, &Op{
 			ID: ids[i], OpID: p.OpID, Suffix: p.Suffix, Type: p.Type, Request: p.Request,
-			EnqueuedAt: now, AvailableAt: now, Parsed: r.parsed,
+			Attempts: p.Attempts, History: p.History, EnqueuedAt: now, AvailableAt: now, Parsed: r.parsed,
 		})
 		q.maxSeen = max(q.maxSeen, ids[i])
+	}
+	if unordered {
+		// An upsert that found an older row (a delivery of an operation queued before) keeps
+		// that row's id; the queue stays in id order, which is the order of acceptance.
+		sort.SliceStable(q.pending, func(i, j int) bool { return q.pending[i].ID < q.pending[j].ID })
 	}
 	q.mu.Unlock()
 	q.signal()
 	for _, r := range batch {
-		q.m.added.Inc()
-		q.m.addLatency.Observe(time.Since(r.at).Seconds())
+		if r.restore {
+			q.m.restored.Inc()
+		} else {
+			q.m.added.Inc()
+			q.m.addLatency.Observe(time.Since(r.at).Seconds())
+		}
 		r.done <- nil
 	}
 }
