@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/anchord/anchord/internal/loop"
@@ -49,8 +48,6 @@ type Broker struct {
 
 	pubCh   chan pubReq
 	stopped chan struct{} // closed when Run has returned
-	once    sync.Once
-	workers sync.WaitGroup
 }
 
 // NewBroker returns a Broker over q and ps and puts q in cluster mode: its Acks are fenced by
@@ -143,10 +140,7 @@ func (b *Broker) Repost(ctx context.Context, ops []Op, delay time.Duration) erro
 	for i, op := range ops {
 		ms[i] = message{OpID: op.OpID, Suffix: op.Suffix, Type: op.Type, Request: op.Request, Attempts: op.Attempts, History: op.History}
 	}
-	var msgs []*pubsub.Message
-	for _, group := range chunks(ms) {
-		msgs = append(msgs, encodeGroup(group))
-	}
+	msgs := encodeAll(ms)
 	var err error
 	if delay > 0 {
 		err = b.ps.PublishDelayed(ctx, pubsub.TopicOperation, delay, msgs...)

@@ -4,18 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/anchord/anchord/internal/pubsub"
 )
 
-// Limits of one operation message. A message carries up to groupMaxOps operations or about
-// groupMaxBytes of requests, whichever comes first; intake's body limit keeps one operation far
-// below the byte bound.
+// Limits of one operation message: at most groupMaxOps operations and groupMaxBytes of requests
+// (an operation larger than that travels alone; intake's body limit keeps them far smaller).
 const (
 	groupMaxOps   = 256
 	groupMaxBytes = 512 << 10
-	// PublishWorkersDefault is the number of operation messages in flight at once per instance.
+	// PublishWorkersDefault is the number of publishes in flight at once per instance.
 	PublishWorkersDefault = 2
 )
 
@@ -26,9 +26,14 @@ type envelope struct {
 	Ops []message `json:"ops"`
 }
 
-func encodeGroup(ms []message) *pubsub.Message {
-	body, _ := json.Marshal(envelope{Ops: ms}) // strings and bytes always encode
-	return &pubsub.Message{Body: body}
+// encodeAll encodes ms as envelopes within the message limits.
+func encodeAll(ms []message) []*pubsub.Message {
+	var out []*pubsub.Message
+	for _, group := range chunks(ms) {
+		body, _ := json.Marshal(envelope{Ops: group}) // strings and bytes always encode
+		out = append(out, &pubsub.Message{Body: body})
+	}
+	return out
 }
 
 // chunks splits ms into groups within the message limits.
@@ -48,59 +53,50 @@ func chunks(ms []message) [][]message {
 
 type pubReq struct {
 	m    message
+	at   time.Time
 	done chan error
 }
 
-// Run publishes the operations handed to Add, in groups, with PublishWorkers publishes in
-// flight. A worker takes everything that waits when it becomes free, so groups grow with the
-// load and an idle instance publishes an operation alone, at once. When ctx ends Run publishes
-// what was already handed to it and returns.
+// Run publishes the operations handed to Add, with PublishWorkers publishes in flight. A worker
+// takes everything that waits when it becomes free, so groups grow with the load and an idle
+// instance publishes an operation alone, at once. When ctx ends Run publishes what was already
+// handed to it and returns.
 func (b *Broker) Run(ctx context.Context) error {
-	defer b.once.Do(func() { close(b.stopped) })
-	done := make(chan struct{})
+	defer close(b.stopped)
+	// Handed-over operations are published even while stopping: the callers wait for them.
+	pctx := context.WithoutCancel(ctx)
+	var workers sync.WaitGroup
 	for range b.cfg.PublishWorkers {
-		b.workers.Go(func() { b.publishLoop(ctx, done) })
+		workers.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case r := <-b.pubCh:
+					b.publishGroup(pctx, b.take(r))
+				}
+			}
+		})
 	}
-	<-ctx.Done()
-	close(done)
-	b.workers.Wait()
-	// Requests handed over after the workers' last look are published here.
-	for {
-		group := b.take(nil)
-		if len(group) == 0 {
-			return nil
-		}
-		b.publishGroup(context.WithoutCancel(ctx), group)
-	}
-}
-
-func (b *Broker) publishLoop(ctx context.Context, done <-chan struct{}) {
+	workers.Wait()
+	// Requests handed over after the workers' last look.
 	for {
 		select {
-		case <-done:
-			return
 		case r := <-b.pubCh:
-			group := b.take([]pubReq{r})
-			pctx := ctx
-			if ctx.Err() != nil {
-				pctx = context.WithoutCancel(ctx) // handed over: published even while stopping
-			}
-			b.publishGroup(pctx, group)
+			b.publishGroup(pctx, b.take(r))
+		default:
+			return nil
 		}
 	}
 }
 
-// take adds what waits, without blocking, up to the limits of one message.
-func (b *Broker) take(group []pubReq) []pubReq {
-	size := 0
-	for _, r := range group {
-		size += len(r.m.Request)
-	}
-	for len(group) < groupMaxOps && size < groupMaxBytes {
+// take returns first and what else waits, without blocking, up to groupMaxOps.
+func (b *Broker) take(first pubReq) []pubReq {
+	group := []pubReq{first}
+	for len(group) < groupMaxOps {
 		select {
 		case r := <-b.pubCh:
 			group = append(group, r)
-			size += len(r.m.Request)
 		default:
 			return group
 		}
@@ -108,27 +104,29 @@ func (b *Broker) take(group []pubReq) []pubReq {
 	return group
 }
 
+// publishGroup publishes a group's operations in as few messages as the limits allow (one,
+// unless the requests are large) and tells every caller the outcome.
 func (b *Broker) publishGroup(ctx context.Context, group []pubReq) {
 	ms := make([]message, len(group))
 	for i, r := range group {
 		ms[i] = r.m
 	}
-	start := time.Now()
-	err := b.ps.Publish(ctx, pubsub.TopicOperation, encodeGroup(ms))
+	err := b.ps.Publish(ctx, pubsub.TopicOperation, encodeAll(ms)...)
 	if err != nil {
 		err = fmt.Errorf("%w: publish operation: %w", ErrUnavailable, err)
-	} else {
-		b.q.m.added.Add(float64(len(group)))
-		b.q.m.addLatency.Observe(time.Since(start).Seconds())
 	}
 	for _, r := range group {
+		if err == nil {
+			b.q.m.added.Inc()
+			b.q.m.addLatency.Observe(time.Since(r.at).Seconds())
+		}
 		r.done <- err
 	}
 }
 
 // publish hands m to Run and waits for the broker's answer.
 func (b *Broker) publish(ctx context.Context, m message) error {
-	r := pubReq{m: m, done: make(chan error, 1)}
+	r := pubReq{m: m, at: time.Now(), done: make(chan error, 1)}
 	select {
 	case b.pubCh <- r:
 	case <-b.stopped:
@@ -136,17 +134,6 @@ func (b *Broker) publish(ctx context.Context, m message) error {
 	case <-ctx.Done():
 		return fmt.Errorf("publish operation: %w", ctx.Err())
 	}
-	// Once handed over the outcome is awaited even if ctx ends: the broker may confirm it,
-	// and a confirmed operation must not be reported as failed.
-	select {
-	case err := <-r.done:
-		return err
-	case <-b.stopped:
-		select {
-		case err := <-r.done:
-			return err
-		default:
-			return ErrClosed
-		}
-	}
+	// The broker may confirm it: a confirmed operation must not be reported as failed.
+	return outcome(r.done, b.stopped)
 }

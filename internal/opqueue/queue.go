@@ -202,24 +202,30 @@ func (q *Queue) group(ctx context.Context, reqs ...addReq) error {
 		}
 		break
 	}
-	// Once handed to the committer the outcome is waited for even if ctx ends: the row may be
-	// committed, and the caller must not report failure for a durable operation.
+	// The row may be committed: a durable operation must not be reported as failed.
 	for _, req := range reqs[:handed] {
-		var e error
-		select {
-		case e = <-req.done:
-		case <-q.stopped:
-			select {
-			case e = <-req.done:
-			default:
-				e = ErrClosed
-			}
-		}
-		if err == nil {
+		if e := outcome(req.done, q.stopped); err == nil {
 			err = e
 		}
 	}
 	return err
+}
+
+// outcome waits for the result of a request handed to a loop that closes stopped when it has
+// returned. Once handed over, the result is awaited even if the caller's context ends: the loop
+// may complete it.
+func outcome(done <-chan error, stopped <-chan struct{}) error {
+	select {
+	case err := <-done:
+		return err
+	case <-stopped:
+		select {
+		case err := <-done:
+			return err
+		default:
+			return ErrClosed
+		}
+	}
 }
 
 // Run is the group committer. It writes queued Adds in batches until ctx is done, then commits
