@@ -290,19 +290,35 @@ func TestCrashAnywhereLosesNothing(t *testing.T) {
 		{"", 1500 * time.Millisecond},
 		{"", 2300 * time.Millisecond},
 	}
-	start := func(failpoints string) *anchordtest.Process {
+	// start returns the process once it is healthy, or once it died on the way: a failpoint
+	// may fire during start (the observer catches up on anchors a killed run left unobserved),
+	// which is a crash like any other.
+	start := func(failpoints string) (*anchordtest.Process, bool) {
 		addr := anchordtest.FreeAddr(t)
 		p := anchordtest.StartProcess(t, anchordtest.ProcessConfig{
 			Args: []string{"serve", "--host-url", addr, "--batch-writer-timeout", "200ms", "--max-operation-count", "300"},
 			Env:  []string{failpoint.EnvVar + "=" + failpoints},
 			Dir:  dir, Addr: addr,
 		})
-		p.WaitHealthy(60 * time.Second)
+		anchordtest.Eventually(t, 60*time.Second, 20*time.Millisecond, func() bool {
+			return p.Exited() || p.Health() == http.StatusOK
+		}, "process at %s not healthy", addr)
+		if p.Exited() {
+			require.NotEmpty(t, failpoints, "process exited before becoming healthy:\n%s", p.Log())
+			return p, false
+		}
 		c.setServer(addr)
-		return p
+		return p, true
 	}
 	for i, r := range rounds {
-		p := start(r.failpoints)
+		p, up := start(r.failpoints)
+		if !up {
+			code, err := p.Wait(30 * time.Second)
+			require.NoError(t, err)
+			require.Equal(t, -1, code, "round %d: the process was killed during start, not exited", i)
+			t.Logf("%s round %d (%s): killed during start", time.Since(began).Round(time.Millisecond), i, r.failpoints)
+			continue
+		}
 		stop := make(chan struct{})
 		if r.killAfter > 0 {
 			go func() {
@@ -322,7 +338,7 @@ func TestCrashAnywhereLosesNothing(t *testing.T) {
 
 	// The last run: no kill. Send the rest, then wait until everything accepted is anchored and
 	// the queue is empty.
-	p := start("")
+	p, _ := start("")
 	c.drive(p, make(chan struct{}), total)
 	t.Logf("%s all operations sent", time.Since(began).Round(time.Millisecond))
 	api := c.api()
