@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -120,19 +119,6 @@ func (c *apiClient) metric(t *testing.T, name string) float64 {
 	}
 	t.Fatalf("metric %s not found", name)
 	return 0
-}
-
-func waitFor(ctx context.Context, interval time.Duration, cond func() bool) bool {
-	for {
-		if cond() {
-			return true
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(interval):
-		}
-	}
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

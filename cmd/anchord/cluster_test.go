@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
@@ -163,10 +162,8 @@ func TestClusterSurvivesKillsUnderLoad(t *testing.T) {
 	require.NotEmpty(t, want)
 	api := newClient(c.nodes[0].addr)
 	var anchored []sidetree.AnchoredOperation
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	// Operations of a killed instance come back once the op-queue monitor has taken it over.
-	require.True(t, waitFor(ctx, 2*time.Second, func() bool {
+	anchordtest.Eventually(t, 3*time.Minute, 2*time.Second, func() bool {
 		anchored = api.anchoredOperations(t, sidetree.DefaultProfile())
 		seen := map[opKey]bool{}
 		for _, op := range anchored {
@@ -178,7 +175,7 @@ func TestClusterSurvivesKillsUnderLoad(t *testing.T) {
 			}
 		}
 		return true
-	}), "accepted operations never all anchored")
+	}, "accepted operations never all anchored")
 
 	counts := map[opKey]int{}
 	for _, op := range anchored {
@@ -202,10 +199,10 @@ func TestClusterSurvivesKillsUnderLoad(t *testing.T) {
 		checked++
 		for _, n := range c.nodes {
 			cl := newClient(n.addr)
-			require.True(t, waitFor(ctx, 100*time.Millisecond, func() bool {
+			anchordtest.Eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
 				code, body, err := cl.resolve("did:sidetree:" + k.suffix)
 				return err == nil && code == http.StatusOK && strings.Contains(string(body), `"published":true`)
-			}), "%s not resolvable on %s", k.suffix, n.addr)
+			}, "%s not resolvable on %s", k.suffix, n.addr)
 		}
 	}
 }
@@ -234,9 +231,9 @@ func TestClusterFencesAPausedInstance(t *testing.T) {
 		require.True(t, w.create())
 	}
 	require.Len(t, w.accepted, 40)
-	require.True(t, waitFor(context.Background(), 50*time.Millisecond, func() bool {
+	anchordtest.Eventually(t, time.Minute, 50*time.Millisecond, func() bool {
 		return api.metric(t, "anchord_opqueue_length") == 40
-	}), "the victim never queued the operations")
+	}, "the victim never queued the operations")
 
 	// Two more instances join; then the victim freezes with the 40 operations in memory.
 	for range 2 {
@@ -260,10 +257,10 @@ func TestClusterFencesAPausedInstance(t *testing.T) {
 	// Taken over after the 5 s expiration; reposted and anchored by the others.
 	other := newClient(c.nodes[1].addr)
 	for k := range w.accepted {
-		require.True(t, waitFor(context.Background(), 100*time.Millisecond, func() bool {
+		anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
 			code, _, err := other.resolve("did:sidetree:" + k.suffix)
 			return err == nil && code == http.StatusOK
-		}), "operation of the paused instance never anchored elsewhere")
+		}, "operation of the paused instance never anchored elsewhere")
 	}
 	t.Logf("the paused instance's 40 operations were anchored by the others %s after SIGSTOP", time.Since(paused).Round(time.Millisecond))
 
@@ -306,19 +303,19 @@ func TestClusterTaskPermitTakeover(t *testing.T) {
 	}
 	var holder int
 	var first string
-	require.True(t, waitFor(context.Background(), 100*time.Millisecond, func() bool {
+	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
 		holder, first = holderLog()
 		return holder >= 0
-	}), "no instance took the op-queue monitor permit")
+	}, "no instance took the op-queue monitor permit")
 	c.nodes[holder].process().Kill()
 	killed := time.Now()
 
 	var line string
-	require.True(t, waitFor(context.Background(), 100*time.Millisecond, func() bool {
+	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
 		var i int
 		i, line = holderLog()
 		return i >= 0 && i != holder
-	}), "nobody took the permit over")
+	}, "nobody took the permit over")
 	require.Contains(t, line, "takeover=true")
 	require.Greater(t, termOf(t, line), termOf(t, first), "the term increases with the holder")
 	t.Logf("permit taken over %s after the holder was killed: %s", time.Since(killed).Round(time.Millisecond), line)
@@ -351,9 +348,9 @@ func TestClusterGracefulStopGivesOperationsBack(t *testing.T) {
 		require.True(t, w.create())
 	}
 	api := newClient(leaving.addr)
-	require.True(t, waitFor(context.Background(), 50*time.Millisecond, func() bool {
+	anchordtest.Eventually(t, time.Minute, 50*time.Millisecond, func() bool {
 		return api.metric(t, "anchord_opqueue_length") == 30
-	}))
+	}, "condition")
 	args := append([]string(nil), leaving.args...)
 	addr := anchordtest.FreeAddr(t)
 	for i, a := range args {
@@ -375,10 +372,10 @@ func TestClusterGracefulStopGivesOperationsBack(t *testing.T) {
 	require.Contains(t, leaving.process().Log(), "gave back queued operations")
 	other := newClient(staying.addr)
 	for k := range w.accepted {
-		require.True(t, waitFor(context.Background(), 50*time.Millisecond, func() bool {
+		anchordtest.Eventually(t, time.Minute, 50*time.Millisecond, func() bool {
 			code, _, err := other.resolve("did:sidetree:" + k.suffix)
 			return err == nil && code == http.StatusOK
-		}), "%s not anchored by the staying instance", k.suffix)
+		}, "%s not anchored by the staying instance", k.suffix)
 	}
 	took := time.Since(stopped)
 	require.Less(t, took, 2*time.Minute, "nothing waited for the task entry to expire")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -342,21 +341,19 @@ func TestCrashAnywhereLosesNothing(t *testing.T) {
 	c.drive(p, make(chan struct{}), total)
 	t.Logf("%s all operations sent", time.Since(began).Round(time.Millisecond))
 	api := c.api()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	require.True(t, waitFor(ctx, 200*time.Millisecond, func() bool {
+	anchordtest.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() bool {
 		return api.metric(t, "anchord_opqueue_length") == 0
-	}), "operation queue never drained")
+	}, "operation queue never drained")
 	// An empty queue means every accepted operation's anchor committed; resolution below also
 	// needs every anchor observed.
-	require.True(t, waitFor(ctx, 200*time.Millisecond, func() bool {
+	anchordtest.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() bool {
 		for _, a := range api.anchors(t) {
 			if a.ObservedAt == nil {
 				return false
 			}
 		}
 		return true
-	}), "anchors never all observed")
+	}, "anchors never all observed")
 	t.Logf("%s queue drained and anchors observed", time.Since(began).Round(time.Millisecond))
 	anchored := api.anchoredOperations(t, sidetree.DefaultProfile())
 

@@ -18,7 +18,7 @@ import (
 // development ledger, which answers 503 to a fifth of the submissions and finds half of the
 // committed batches INVALID. Every accepted create must end up in exactly one committed anchor,
 // and the operations of every rejected anchor must have gone back to the queue and been anchored
-// again: nothing is abandoned (DESIGN.md durability chain, link 4).
+// again: nothing is abandoned (the durability chain, link 4).
 func TestLedgerBackendGivesBackRejectedAnchors(t *testing.T) {
 	t.Parallel()
 	led := devledgertest.Start(t, devledger.Config{

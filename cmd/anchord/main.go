@@ -14,6 +14,7 @@ import (
 
 	"github.com/anchord/anchord/internal/admin"
 	"github.com/anchord/anchord/internal/config"
+	"github.com/anchord/anchord/internal/param"
 	"github.com/anchord/anchord/internal/daemon"
 	"github.com/anchord/anchord/internal/devledger"
 	"github.com/anchord/anchord/internal/loadgen"
@@ -37,7 +38,7 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	return runWithEnv(args, config.LookupEnv, stdout, stderr)
+	return runWithEnv(args, param.LookupEnv, stdout, stderr)
 }
 
 func runWithEnv(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
@@ -67,7 +68,7 @@ func runWithEnv(args []string, lookupEnv func(string) (string, bool), stdout, st
 
 func serve(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
 	cfg, err := config.Load(args, lookupEnv, stdout)
-	if errors.Is(err, config.ErrHelp) {
+	if errors.Is(err, param.ErrHelp) {
 		return 0
 	}
 	if err != nil {
@@ -92,7 +93,7 @@ func serve(args []string, lookupEnv func(string) (string, bool), stdout, stderr 
 
 func loadgenCmd(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
 	cfg, err := loadgen.Load(args, lookupEnv, stdout)
-	if errors.Is(err, config.ErrHelp) {
+	if errors.Is(err, param.ErrHelp) {
 		return 0
 	}
 	if err != nil {

@@ -89,7 +89,7 @@ func TestServeEmbedded(t *testing.T) {
 	took := p.WaitHealthy(30 * time.Second)
 	t.Logf("embedded: healthy %s after start", took)
 	require.FileExists(t, dir+"/data/anchord.db")
-	require.Regexp(t, `msg="starting anchord".* config.database_url="" `, p.Log(), "effective configuration logged once")
+	require.Regexp(t, `msg=configuration group=storage data_dir=./data database_max_conns=16 database_url="" `, p.Log(), "effective configuration logged, one line per group")
 	require.Equal(t, 1, strings.Count(p.Log(), `msg="starting anchord"`))
 	checkLifecycle(t, p, syscall.SIGINT)
 }

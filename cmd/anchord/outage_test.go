@@ -63,10 +63,10 @@ func (o *outageClient) run(ctx context.Context, workers int) {
 func checkAllAnchored(t *testing.T, api *apiClient, accepted map[opKey]int) {
 	t.Helper()
 	for k := range accepted {
-		require.True(t, waitFor(context.Background(), 50*time.Millisecond, func() bool {
+		anchordtest.Eventually(t, time.Minute, 50*time.Millisecond, func() bool {
 			code, _, err := api.resolve("did:sidetree:" + k.suffix)
 			return err == nil && code == http.StatusOK
-		}), "accepted %s never resolvable", k.suffix)
+		}, "accepted %s never resolvable", k.suffix)
 	}
 	counts := map[opKey]int{}
 	for _, op := range api.anchoredOperations(t, sidetree.DefaultProfile()) {
@@ -100,14 +100,14 @@ func TestBrokerOutageLosesNothing(t *testing.T) {
 
 	time.Sleep(1 * time.Second)
 	mq.StopApp()
-	require.True(t, waitFor(context.Background(), 100*time.Millisecond, func() bool {
+	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
 		return p.Health() == http.StatusServiceUnavailable
-	}), "healthcheck never reported the broker down")
+	}, "healthcheck never reported the broker down")
 	time.Sleep(2 * time.Second)
 	mq.StartApp()
-	require.True(t, waitFor(context.Background(), 100*time.Millisecond, func() bool {
+	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
 		return p.Health() == http.StatusOK
-	}), "instance never reconnected")
+	}, "instance never reconnected")
 	time.Sleep(time.Second)
 	cancel()
 	<-done
@@ -143,14 +143,14 @@ func TestDatabaseRestartLosesNothing(t *testing.T) {
 	for _, outage := range []func(){func() { pg.Stop(t) }, func() { pg.Kill(t) }} {
 		time.Sleep(time.Second)
 		outage()
-		require.True(t, waitFor(context.Background(), 100*time.Millisecond, func() bool {
+		anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
 			return p.Health() == http.StatusServiceUnavailable
-		}), "healthcheck never reported the database down")
+		}, "healthcheck never reported the database down")
 		time.Sleep(time.Second)
 		pg.Start(t)
-		require.True(t, waitFor(context.Background(), 100*time.Millisecond, func() bool {
+		anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
 			return p.Health() == http.StatusOK
-		}), "instance never recovered")
+		}, "instance never recovered")
 	}
 	time.Sleep(time.Second)
 	cancel()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -55,10 +54,10 @@ func TestSeparateSubmittersSurviveAKill(t *testing.T) {
 	}
 	cl := newClient(apiAddr)
 	for k := range c.accepted {
-		require.True(t, waitFor(context.Background(), 50*time.Millisecond, func() bool {
+		anchordtest.Eventually(t, time.Minute, 50*time.Millisecond, func() bool {
 			code, _, err := cl.resolve("did:sidetree:" + k.suffix)
 			return err == nil && code == http.StatusOK
-		}), "%s never committed", k.suffix)
+		}, "%s never committed", k.suffix)
 	}
 	stats := led.Stats()
 	require.Zero(t, stats.Duplicates, "no batch recorded twice")

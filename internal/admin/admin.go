@@ -19,7 +19,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/anchord/anchord/internal/config"
+	"github.com/anchord/anchord/internal/param"
 	"github.com/anchord/anchord/internal/httpapi"
 )
 
@@ -38,14 +38,14 @@ type options struct {
 	JSON   bool
 }
 
-func (o *options) params() []config.Param {
-	return []config.Param{
-		config.String(&o.Target, "target", "base URL of the anchord to administer"),
-		config.Secret(&o.Token, "admin-token", "bearer token of the admin API, if the server requires one"),
-		config.String(&o.Kind, "kind", "list only this kind: operation, message or ledger_batch"),
-		config.Int64(&o.After, "after", "list dead letters with an id above this"),
-		config.Int(&o.Limit, "limit", "list at most this many"),
-		config.Bool(&o.JSON, "json", "print JSON instead of a table"),
+func (o *options) params() []param.Param {
+	return []param.Param{
+		param.String(&o.Target, "target", "base URL of the anchord to administer"),
+		param.Secret(&o.Token, "admin-token", "bearer token of the admin API, if the server requires one"),
+		param.String(&o.Kind, "kind", "list only this kind: operation, message or ledger_batch"),
+		param.Int64(&o.After, "after", "list dead letters with an id above this"),
+		param.Int(&o.Limit, "limit", "list at most this many"),
+		param.Bool(&o.JSON, "json", "print JSON instead of a table"),
 	}
 }
 
@@ -69,8 +69,8 @@ func Run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 	for len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 		ids, rest = append(ids, rest[0]), rest[1:]
 	}
-	if err := config.Parse("admin dead-letters "+verb, rest, lookupEnv, o.params(), stdout); err != nil {
-		if errors.Is(err, config.ErrHelp) {
+	if err := param.Parse("admin dead-letters "+verb, rest, lookupEnv, o.params(), stdout); err != nil {
+		if errors.Is(err, param.ErrHelp) {
 			return 0
 		}
 		fmt.Fprintf(stderr, "anchord admin: %v\n", err)

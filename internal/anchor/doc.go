@@ -11,5 +11,5 @@
 //	witness  (not built) would offer the record to witness domains and complete on their proofs.
 //
 // An anchor is observed (its operations indexed per DID) only once complete. An anchor that
-// fails gives its operations back to the queue (DESIGN.md durability chain, link 4).
+// fails gives its operations back to the queue (the durability chain, link 4).
 package anchor

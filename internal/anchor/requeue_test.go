@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anchord/anchord/internal/cas"
+	"github.com/anchord/anchord/internal/opqueue"
 	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/sidetree/batchfile"
 	"github.com/anchord/anchord/internal/sidetree/wallet"
@@ -57,7 +58,7 @@ func TestRequeueGivesEveryOperationBack(t *testing.T) {
 		}
 		require.NoError(t, st.AnchoredOpsInsert(ctx, a.Seq, ids, time.Hour))
 
-		requeue := RequeueFunc(RequeueConfig{Profile: profile, FetchFunc: cs.FetchFunc, InstanceID: "local", Lifespan: time.Hour})
+		requeue := RequeueFunc(RequeueConfig{Profile: profile, FetchFunc: cs.FetchFunc, GiveBackTxFunc: opqueue.Rows{InstanceID: "local", Lifespan: time.Hour}.GiveBackTx})
 		require.NoError(t, st.InTx(ctx, func(ctx context.Context, tx store.Executor) error { return requeue(ctx, tx, a) }))
 
 		rows, err := st.OpQueueList(ctx, store.OpQueueListParams{InstanceID: "local", Limit: 10})

@@ -1,6 +1,6 @@
 // Package batch is the batch writer: it cuts operations from the operation queue into Sidetree
 // batches, builds the batch files, stores them in CAS and records the anchor — acking the
-// operations in the same transaction (DESIGN.md durability chain, link 3).
+// operations in the same transaction (the durability chain, link 3).
 //
 // A batch is cut when MaxOperationCount operations are available or when the oldest available
 // operation is Timeout old (measured from that operation, not by a fixed ticker as in Orb), and

@@ -22,7 +22,7 @@ import (
 // Defaults of Config.
 const (
 	// MaxOperationCountDefault is MAX_OPERATION_COUNT.
-	MaxOperationCountDefault = 10_000
+	MaxOperationCountDefault = batchfile.MaxOperationsDefault
 	// TimeoutDefault is batch-writer-timeout: the age of the oldest operation that forces a cut.
 	TimeoutDefault = 2 * time.Second
 	// FlushTimeoutDefault bounds the final flush at shutdown.

@@ -15,6 +15,8 @@ import (
 	"github.com/anchord/anchord/internal/anchordtest"
 	"github.com/anchord/anchord/internal/cas"
 	"github.com/anchord/anchord/internal/opqueue"
+	"github.com/anchord/anchord/internal/pubsub"
+	"github.com/anchord/anchord/internal/pubsub/mempubsub"
 	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/sidetree/batchfile"
 	"github.com/anchord/anchord/internal/sidetree/wallet"
@@ -52,14 +54,33 @@ type testBundle struct {
 	done   chan error
 }
 
+var testRedelivery = pubsub.RedeliveryConfig{MaxAttempts: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}
+
+// setup builds a writer over an embedded queue.
 func setup(t *testing.T, st store.Store, mutate ...func(*Config)) *testBundle {
 	t.Helper()
-	ctx := context.Background()
-	b := &testBundle{st: st, wallet: wallet.New(wallet.Config{})}
-	// Dedup as in cluster mode, where second copies of operations can arrive.
-	q, err := opqueue.New(opqueue.Config{InstanceID: "i", Dedup: true, MaxAttempts: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond, Logger: anchordtest.Logger(t)}, st)
+	q, err := opqueue.New(opqueue.Config{InstanceID: "i", Redelivery: testRedelivery, Logger: anchordtest.Logger(t)}, st)
 	require.NoError(t, err)
-	b.q = q
+	return setupWith(t, st, q, mutate...)
+}
+
+// setupCluster builds a writer over a cluster queue, where second copies of operations can
+// arrive. Its broker is not run: nothing is consumed here.
+func setupCluster(t *testing.T, st store.Store) *testBundle {
+	t.Helper()
+	ps, err := mempubsub.New(mempubsub.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ps.Close() })
+	broker, err := opqueue.NewCluster(opqueue.Config{InstanceID: "i", Redelivery: testRedelivery, Logger: anchordtest.Logger(t)}, opqueue.BrokerConfig{}, st, ps)
+	require.NoError(t, err)
+	require.NoError(t, broker.Register(context.Background()))
+	return setupWith(t, st, broker.Queue())
+}
+
+func setupWith(t *testing.T, st store.Store, q *opqueue.Queue, mutate ...func(*Config)) *testBundle {
+	t.Helper()
+	ctx := context.Background()
+	b := &testBundle{st: st, wallet: wallet.New(wallet.Config{}), q: q}
 	cs, err := cas.NewStore(cas.StoreConfig{}, st)
 	require.NoError(t, err)
 	b.cas = &flakyCAS{Store: cs}
@@ -198,7 +219,7 @@ func TestOneOperationPerDIDPerBatch(t *testing.T) {
 func TestSecondCopyOfAnAnchoredOperationIsNotAnchoredAgain(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st store.Store) {
-		b := setup(t, st)
+		b := setupCluster(t, st)
 		ctx := context.Background()
 		_, req, err := b.wallet.Create()
 		require.NoError(t, err)

@@ -2,7 +2,8 @@
 // parameter (written once, as a constant), loading from flags and ANCHORD_* environment
 // variables, validation that names the offending parameter, and a redacting slog.LogValue.
 //
-// Parameter names follow Orb's where the concept is the same (DESIGN.md "Configuration").
+// Parameter names follow Orb's where the concept is the same; where our name differs from
+// Orb's, Orb's is accepted too, so an Orb operator's settings carry over.
 // Precedence: command-line flag, then environment variable, then default.
 package config
 
@@ -11,69 +12,42 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"sort"
 	"strings"
 	"time"
 
+	"github.com/anchord/anchord/internal/batch"
+	"github.com/anchord/anchord/internal/cas"
+	"github.com/anchord/anchord/internal/expiry"
+	"github.com/anchord/anchord/internal/httpapi"
+	"github.com/anchord/anchord/internal/opqueue"
+	"github.com/anchord/anchord/internal/param"
+	"github.com/anchord/anchord/internal/pubsub"
+	"github.com/anchord/anchord/internal/pubsub/amqppubsub"
+	"github.com/anchord/anchord/internal/secret"
 	"github.com/anchord/anchord/internal/sidetree"
+	"github.com/anchord/anchord/internal/sidetree/batchfile"
+	"github.com/anchord/anchord/internal/store/pgstore"
+	"github.com/anchord/anchord/internal/store/sqlitestore"
+	"github.com/anchord/anchord/internal/submitter"
+	"github.com/anchord/anchord/internal/taskmgr"
 )
 
-// Defaults. Each is the single place its value is written; the flag table refers to it.
+// Defaults of the parameters that belong to no component: where anchord listens and keeps its
+// data, how it logs, which shape it runs in. Every other default is the component's own
+// constant (batch.TimeoutDefault, opqueue.MaxBacklogDefault, …), which Default refers to.
 const (
-	HostURLDefault          = "127.0.0.1:8080"
-	DataDirDefault          = "./data"
-	LogLevelDefault         = "info"
-	LogFormatDefault        = "text"
-	HTTPReadTimeoutDefault  = 10 * time.Second
-	HTTPWriteTimeoutDefault = 30 * time.Second
-	HTTPIdleTimeoutDefault  = 2 * time.Minute
-	HTTPMaxBodyBytesDefault = 64 << 10
-	ShutdownTimeoutDefault  = 4 * time.Second
-	DatabaseMaxConnsDefault = 16
-	HealthTimeoutDefault    = 2 * time.Second
-
-	DIDMethodDefault           = "sidetree"
-	SignatureAlgorithmsDefault = "ES256K"
-	// BatchWriterTimeoutDefault is the age of the oldest pending operation that forces a cut
-	// (the library default of Orb's batch writer; Orb's server uses 60 s).
-	BatchWriterTimeoutDefault = 2 * time.Second
-	// MaxOperationCountDefault is the protocol's MAX_OPERATION_COUNT.
-	MaxOperationCountDefault         = 10_000
-	OpQueueMaxBacklogDefault         = 100_000
-	OpQueueOperationLifespanDefault  = 24 * time.Hour
-	RedeliveryMaxAttemptsDefault     = 30
-	RedeliveryInitialIntervalDefault = 2 * time.Second
-	RedeliveryMultiplierDefault      = 1.5
-	RedeliveryMaxIntervalDefault     = time.Minute
-	AnchorBackendDefault             = "local"
-	CASCIDVersionDefault             = 0
-	SQLiteSynchronousDefault         = "full"
-
-	MQPrefixDefault                   = "anchord"
-	MQQueueTypeDefault                = "classic"
-	MQPublisherChannelPoolSizeDefault = 25
-	MQMaxConnectionChannelsDefault    = 1000
-	MQOpQueuePoolDefault              = 64
-	MQObserverPoolDefault             = 5
-	OpQueueTaskMonitorIntervalDefault = 10 * time.Second
-	OpQueueTaskExpirationDefault      = time.Minute
-	OpQueueMaxOpsToRepostDefault      = 10_000
-	TaskManagerCheckIntervalDefault   = 10 * time.Second
-	DataExpiryCheckIntervalDefault    = time.Minute
-
-	RolesDefault                      = "all"
-	LedgerAPIDefault                  = "sawtooth"
-	LedgerRequestTimeoutDefault       = 15 * time.Second
-	SubmitterIntervalDefault          = time.Second
-	SubmitterClaimLimitDefault        = 32
-	SubmitterClaimTTLDefault          = time.Minute
-	SubmitterConcurrencyDefault       = 8
-	SubmitterMaxAttemptsDefault       = 20
-	SubmitterBackoffInitialDefault    = 2 * time.Second
-	SubmitterBackoffMultiplierDefault = 2.0
-	SubmitterBackoffMaxDefault        = 5 * time.Minute
-	LedgerStatusPollIntervalDefault   = 5 * time.Second
-	LedgerStatusPageSizeDefault       = 500
-	LedgerUnknownGraceDefault         = 2 * time.Minute
+	HostURLDefault       = "127.0.0.1:8080"
+	DataDirDefault       = "./data"
+	LogLevelDefault      = "info"
+	LogFormatDefault     = "text"
+	AnchorBackendDefault = "local"
+	RolesDefault         = "all"
+	LedgerAPIDefault     = "sawtooth"
+	// ShutdownTimeoutDefault bounds each stage of the supervisor's ordered shutdown.
+	ShutdownTimeoutDefault = 4 * time.Second
+	// MQObserverPoolDefault is mq-observer-pool (Orb's default).
+	MQObserverPoolDefault = 5
 )
 
 // Config is the root of anchord's configuration.
@@ -177,58 +151,67 @@ type HTTPConfig struct {
 
 // Default returns a Config with every parameter at its default.
 func Default() Config {
+	redelivery := pubsub.RedeliveryConfig{}.WithDefaults()
 	return Config{
 		HostURL:          HostURLDefault,
 		DataDir:          DataDirDefault,
-		DatabaseMaxConns: DatabaseMaxConnsDefault,
+		DatabaseMaxConns: pgstore.MaxConnsDefault,
 		LogLevel:         LogLevelDefault,
 		LogFormat:        LogFormatDefault,
 		HTTP: HTTPConfig{
-			ReadTimeout:  HTTPReadTimeoutDefault,
-			WriteTimeout: HTTPWriteTimeoutDefault,
-			IdleTimeout:  HTTPIdleTimeoutDefault,
-			MaxBodyBytes: HTTPMaxBodyBytesDefault,
+			ReadTimeout:  httpapi.ReadTimeoutDefault,
+			WriteTimeout: httpapi.WriteTimeoutDefault,
+			IdleTimeout:  httpapi.IdleTimeoutDefault,
+			MaxBodyBytes: httpapi.MaxBodyBytesDefault,
 		},
 		ShutdownTimeout:            ShutdownTimeoutDefault,
-		HealthTimeout:              HealthTimeoutDefault,
-		DIDMethod:                  DIDMethodDefault,
-		SignatureAlgorithms:        SignatureAlgorithmsDefault,
-		BatchWriterTimeout:         BatchWriterTimeoutDefault,
-		MaxOperationCount:          MaxOperationCountDefault,
-		OpQueueMaxBacklog:          OpQueueMaxBacklogDefault,
-		OpQueueOperationLifespan:   OpQueueOperationLifespanDefault,
-		RedeliveryMaxAttempts:      RedeliveryMaxAttemptsDefault,
-		RedeliveryInitialInterval:  RedeliveryInitialIntervalDefault,
-		RedeliveryMultiplier:       RedeliveryMultiplierDefault,
-		RedeliveryMaxInterval:      RedeliveryMaxIntervalDefault,
+		HealthTimeout:              httpapi.HealthTimeoutDefault,
+		DIDMethod:                  sidetree.MethodDefault,
+		SignatureAlgorithms:        string(sidetree.ES256K),
+		BatchWriterTimeout:         batch.TimeoutDefault,
+		MaxOperationCount:          batch.MaxOperationCountDefault,
+		OpQueueMaxBacklog:          opqueue.MaxBacklogDefault,
+		OpQueueOperationLifespan:   opqueue.LifespanDefault,
+		RedeliveryMaxAttempts:      redelivery.MaxAttempts,
+		RedeliveryInitialInterval:  redelivery.InitialInterval,
+		RedeliveryMultiplier:       redelivery.Multiplier,
+		RedeliveryMaxInterval:      redelivery.MaxInterval,
 		AnchorBackend:              AnchorBackendDefault,
-		CASCIDVersion:              CASCIDVersionDefault,
-		SQLiteSynchronous:          SQLiteSynchronousDefault,
-		MQPrefix:                   MQPrefixDefault,
-		MQQueueType:                MQQueueTypeDefault,
-		MQPublisherChannelPoolSize: MQPublisherChannelPoolSizeDefault,
-		MQMaxConnectionChannels:    MQMaxConnectionChannelsDefault,
-		MQOpQueuePool:              MQOpQueuePoolDefault,
+		CASCIDVersion:              int(cas.CIDv0),
+		SQLiteSynchronous:          sqlitestore.SynchronousDefault,
+		MQPrefix:                   amqppubsub.PrefixDefault,
+		MQQueueType:                string(amqppubsub.QueueTypeDefault),
+		MQPublisherChannelPoolSize: amqppubsub.PublisherChannelPoolSizeDefault,
+		MQMaxConnectionChannels:    amqppubsub.MaxConnectionChannelsDefault,
+		MQOpQueuePool:              opqueue.PoolSizeDefault,
 		MQObserverPool:             MQObserverPoolDefault,
-		OpQueueTaskMonitorInterval: OpQueueTaskMonitorIntervalDefault,
-		OpQueueTaskExpiration:      OpQueueTaskExpirationDefault,
-		OpQueueMaxOpsToRepost:      OpQueueMaxOpsToRepostDefault,
-		TaskManagerCheckInterval:   TaskManagerCheckIntervalDefault,
-		DataExpiryCheckInterval:    DataExpiryCheckIntervalDefault,
+		OpQueueTaskMonitorInterval: opqueue.TaskMonitorIntervalDefault,
+		OpQueueTaskExpiration:      opqueue.TaskExpirationDefault,
+		OpQueueMaxOpsToRepost:      opqueue.MaxOpsToRepostDefault,
+		TaskManagerCheckInterval:   taskmgr.CheckIntervalDefault,
+		DataExpiryCheckInterval:    expiry.IntervalDefault,
 		Roles:                      RolesDefault,
 		LedgerAPI:                  LedgerAPIDefault,
-		LedgerRequestTimeout:       LedgerRequestTimeoutDefault,
-		SubmitterInterval:          SubmitterIntervalDefault,
-		SubmitterClaimLimit:        SubmitterClaimLimitDefault,
-		SubmitterClaimTTL:          SubmitterClaimTTLDefault,
-		SubmitterConcurrency:       SubmitterConcurrencyDefault,
-		SubmitterMaxAttempts:       SubmitterMaxAttemptsDefault,
-		SubmitterBackoffInitial:    SubmitterBackoffInitialDefault,
-		SubmitterBackoffMultiplier: SubmitterBackoffMultiplierDefault,
-		SubmitterBackoffMax:        SubmitterBackoffMaxDefault,
-		LedgerStatusPollInterval:   LedgerStatusPollIntervalDefault,
-		LedgerStatusPageSize:       LedgerStatusPageSizeDefault,
-		LedgerUnknownGrace:         LedgerUnknownGraceDefault,
+		LedgerRequestTimeout:       submitter.RequestTimeoutDefault,
+		SubmitterInterval:          submitter.IntervalDefault,
+		SubmitterClaimLimit:        submitter.ClaimLimitDefault,
+		SubmitterClaimTTL:          submitter.ClaimTTLDefault,
+		SubmitterConcurrency:       submitter.ConcurrencyDefault,
+		SubmitterMaxAttempts:       submitter.MaxAttemptsDefault,
+		SubmitterBackoffInitial:    submitter.BackoffInitialDefault,
+		SubmitterBackoffMultiplier: submitter.BackoffMultiplierDefault,
+		SubmitterBackoffMax:        submitter.BackoffMaxDefault,
+		LedgerStatusPollInterval:   submitter.PollIntervalDefault,
+		LedgerStatusPageSize:       submitter.PollPageSizeDefault,
+		LedgerUnknownGrace:         submitter.UnknownGraceDefault,
+	}
+}
+
+// Redelivery returns the retry schedule of failed batches and messages.
+func (c *Config) Redelivery() pubsub.RedeliveryConfig {
+	return pubsub.RedeliveryConfig{
+		MaxAttempts: c.RedeliveryMaxAttempts, InitialInterval: c.RedeliveryInitialInterval,
+		Multiplier: c.RedeliveryMultiplier, MaxInterval: c.RedeliveryMaxInterval,
 	}
 }
 
@@ -244,17 +227,7 @@ func (c *Config) SidetreeProfile() sidetree.Profile {
 }
 
 // ParamError names the parameter whose value is invalid.
-type ParamError struct {
-	Param string // flag name without dashes
-	Value string
-	Err   error
-}
-
-func (e *ParamError) Error() string {
-	return fmt.Sprintf("invalid value %q for --%s (%s): %v", e.Value, e.Param, EnvName(e.Param), e.Err)
-}
-
-func (e *ParamError) Unwrap() error { return e.Err }
+type ParamError = param.Error
 
 // Validate checks every parameter and returns the first problem as a *ParamError.
 func (c *Config) Validate() error {
@@ -271,15 +244,15 @@ func (c *Config) Validate() error {
 	}
 	if c.DatabaseURL != "" {
 		if err := validateURL(c.DatabaseURL, "postgres", "postgresql"); err != nil {
-			return &ParamError{Param: "database-url", Value: redactURL(c.DatabaseURL), Err: err}
+			return &ParamError{Param: "database-url", Value: secret.RedactURL(c.DatabaseURL), Err: err}
 		}
 	}
 	if c.MQURL != "" {
 		if err := validateURL(c.MQURL, "amqp", "amqps"); err != nil {
-			return &ParamError{Param: "mq-url", Value: redactURL(c.MQURL), Err: err}
+			return &ParamError{Param: "mq-url", Value: secret.RedactURL(c.MQURL), Err: err}
 		}
 		if c.DatabaseURL == "" {
-			return &ParamError{Param: "mq-url", Value: redactURL(c.MQURL), Err: fmt.Errorf("cluster mode needs --database-url too: instances share PostgreSQL")}
+			return &ParamError{Param: "mq-url", Value: secret.RedactURL(c.MQURL), Err: fmt.Errorf("cluster mode needs --database-url too: instances share PostgreSQL")}
 		}
 	}
 	if c.MQQueueType != "classic" && c.MQQueueType != "quorum" {
@@ -329,8 +302,8 @@ func (c *Config) Validate() error {
 			return &ParamError{Param: n.name, Value: fmt.Sprint(n.v), Err: fmt.Errorf("must be at least %d", n.min)}
 		}
 	}
-	if c.MaxOperationCount > MaxOperationCountDefault {
-		return &ParamError{Param: "max-operation-count", Value: fmt.Sprint(c.MaxOperationCount), Err: fmt.Errorf("the protocol allows at most %d", MaxOperationCountDefault)}
+	if c.MaxOperationCount > batchfile.MaxOperationsDefault {
+		return &ParamError{Param: "max-operation-count", Value: fmt.Sprint(c.MaxOperationCount), Err: fmt.Errorf("the protocol allows at most %d", batchfile.MaxOperationsDefault)}
 	}
 	if c.SubmitterBackoffMultiplier < 1 {
 		return &ParamError{Param: "submitter-backoff-multiplier", Value: fmt.Sprint(c.SubmitterBackoffMultiplier), Err: fmt.Errorf("must be at least 1")}
@@ -444,29 +417,61 @@ func validateURL(raw string, schemes ...string) error {
 	return nil
 }
 
-// redactURL hides the password of a URL. Anything that is not a URL with a scheme and a host
-// (a bare token, unparsable input) is replaced entirely: it may be a secret itself.
-func redactURL(raw string) string {
-	if raw == "" {
-		return ""
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		return "<redacted>"
-	}
-	return u.Redacted()
-}
-
 // LogValue renders the effective configuration with secrets redacted. It walks the same
 // parameter table as the flags, so a new parameter is logged without further code.
 func (c Config) LogValue() slog.Value {
-	attrs := make([]slog.Attr, 0, 32)
-	for _, p := range c.params() {
-		v := p.value.String()
-		if p.secret {
-			v = redactURL(v)
-		}
-		attrs = append(attrs, slog.String(strings.ReplaceAll(p.name, "-", "_"), v))
+	attrs := make([]slog.Attr, 0, 64)
+	for _, g := range c.LogGroups() {
+		attrs = append(attrs, g[1:]...)
 	}
 	return slog.GroupValue(attrs...)
+}
+
+// logGroups sorts the parameters into the groups LogGroups logs, by name prefix; a parameter
+// that matches none is a "server" parameter.
+var logGroups = []struct {
+	name     string
+	prefixes []string
+}{
+	{"server", nil},
+	{"http", []string{"http-"}},
+	{"storage", []string{"data-dir", "database-", "sqlite-"}},
+	{"sidetree", []string{"did-method", "signature-algorithms", "cas-", "max-operation-count", "batch-writer-timeout"}},
+	{"queue", []string{"op-queue-"}},
+	{"broker", []string{"mq-"}},
+	{"tasks", []string{"task-manager-", "data-expiry-"}},
+	{"anchoring", []string{"anchor-", "ledger-", "submitter-"}},
+}
+
+// LogGroups renders the effective configuration, secrets redacted, as one attribute list per
+// group of parameters: the first attribute is group=<name>, the rest are the group's parameters
+// in name order. The daemon logs one line per group, so each line stays readable in text mode
+// and a JSON parser sees one small flat object per line.
+func (c Config) LogGroups() [][]slog.Attr {
+	out := make([][]slog.Attr, len(logGroups))
+	for i, g := range logGroups {
+		out[i] = []slog.Attr{slog.String("group", g.name)}
+	}
+	params := c.params()
+	sort.SliceStable(params, func(i, j int) bool { return params[i].Name() < params[j].Name() })
+	for _, p := range params {
+		v := p.Value()
+		if p.IsSecret() {
+			v = secret.RedactURL(v)
+		}
+		i := groupOf(p.Name())
+		out[i] = append(out[i], slog.String(strings.ReplaceAll(p.Name(), "-", "_"), v))
+	}
+	return out
+}
+
+func groupOf(name string) int {
+	for i, g := range logGroups {
+		for _, prefix := range g.prefixes {
+			if strings.HasPrefix(name, prefix) {
+				return i
+			}
+		}
+	}
+	return 0
 }

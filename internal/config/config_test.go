@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/param"
 )
 
 func env(m map[string]string) func(string) (string, bool) {
@@ -91,11 +93,11 @@ func TestHelpListsEveryParameter(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	_, err := Load([]string{"--help"}, env(nil), &out)
-	require.ErrorIs(t, err, ErrHelp)
+	require.ErrorIs(t, err, param.ErrHelp)
 	c := Default()
 	for _, p := range c.params() {
-		require.Contains(t, out.String(), "--"+p.name)
-		require.Contains(t, out.String(), EnvName(p.name))
+		require.Contains(t, out.String(), "--"+p.Name())
+		require.Contains(t, out.String(), param.EnvName(p.Name()))
 	}
 	require.Contains(t, out.String(), HostURLDefault)
 	require.True(t, strings.Contains(out.String(), "10s"), "durations shown in Go syntax")

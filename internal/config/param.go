@@ -1,222 +1,83 @@
 package config
 
 import (
-	"errors"
-	"flag"
-	"fmt"
 	"io"
-	"os"
-	"sort"
-	"strconv"
-	"strings"
-	"text/tabwriter"
-	"time"
+
+	"github.com/anchord/anchord/internal/param"
 )
 
-// EnvPrefix prefixes every environment variable.
-const EnvPrefix = "ANCHORD_"
-
-// EnvName returns the environment variable of a parameter: ANCHORD_ + upper snake case.
-func EnvName(param string) string {
-	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(param, "-", "_"))
-}
-
-// Param binds one command-line flag (and its environment variable) to a field. The field's
-// value when the table is built is the default shown by --help, so defaults are written only
-// where the Config is initialised.
-type Param struct {
-	name   string
-	usage  string
-	value  flag.Value
-	secret bool
-}
-
-// Name returns the flag name.
-func (p Param) Name() string { return p.name }
-
-// String binds a string field.
-func String(field *string, name, usage string) Param {
-	return Param{name: name, usage: usage, value: (*stringValue)(field)}
-}
-
-// Secret binds a string field whose value must be redacted when logged (URLs with passwords).
-func Secret(field *string, name, usage string) Param {
-	return Param{name: name, usage: usage, value: (*stringValue)(field), secret: true}
-}
-
-// Int binds an int field.
-func Int(field *int, name, usage string) Param {
-	return Param{name: name, usage: usage, value: (*intValue)(field)}
-}
-
-// Int64 binds an int64 field.
-func Int64(field *int64, name, usage string) Param {
-	return Param{name: name, usage: usage, value: (*int64Value)(field)}
-}
-
-// Float binds a float64 field.
-func Float(field *float64, name, usage string) Param {
-	return Param{name: name, usage: usage, value: (*floatValue)(field)}
-}
-
-// Bool binds a bool field.
-func Bool(field *bool, name, usage string) Param {
-	return Param{name: name, usage: usage, value: (*boolValue)(field)}
-}
-
-// Duration binds a time.Duration field (Go duration syntax, "2s").
-func Duration(field *time.Duration, name, usage string) Param {
-	return Param{name: name, usage: usage, value: (*durationValue)(field)}
-}
-
-// ErrHelp is returned by Parse when -h or --help was given; the usage has been written.
-var ErrHelp = errors.New("help requested")
-
-// Parse applies environment variables and then args to params. Errors are one line naming the
-// parameter. With -h/--help it writes the usage to out and returns ErrHelp.
-func Parse(command string, args []string, lookupEnv func(string) (string, bool), params []Param, out io.Writer) error {
-	fs := flag.NewFlagSet(command, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	byName := make(map[string]Param, len(params))
-	for _, p := range params {
-		fs.Var(p.value, p.name, p.usage)
-		byName[p.name] = p
+// params is the table of `anchord serve` parameters. Defaults come from the values already in c
+// (see Default), so each is written once.
+func (c *Config) params() []param.Param {
+	return []param.Param{
+		param.String(&c.HostURL, "host-url", "listen address (host:port) of the HTTP API"),
+		param.String(&c.DataDir, "data-dir", "directory of the embedded SQLite store (used when --database-url is empty)"),
+		param.Secret(&c.DatabaseURL, "database-url", "PostgreSQL URL (postgres://…); empty runs on the embedded SQLite store"),
+		param.Int(&c.DatabaseMaxConns, "database-max-conns", "maximum open database connections"),
+		param.Secret(&c.MQURL, "mq-url", "RabbitMQ URL (amqp://…); empty runs on the in-process pub/sub"),
+		param.String(&c.LogLevel, "log-level", "debug, info, warn or error"),
+		param.String(&c.LogFormat, "log-format", "text or json"),
+		param.Duration(&c.HTTP.ReadTimeout, "http-read-timeout", "maximum time to read a request"),
+		param.Duration(&c.HTTP.WriteTimeout, "http-write-timeout", "maximum time to write a response"),
+		param.Duration(&c.HTTP.IdleTimeout, "http-idle-timeout", "keep-alive idle timeout"),
+		param.Int64(&c.HTTP.MaxBodyBytes, "http-max-body-bytes", "maximum request body size; larger bodies get 413"),
+		param.Duration(&c.ShutdownTimeout, "shutdown-timeout", "time allowed for each stage of the ordered shutdown"),
+		param.Duration(&c.HealthTimeout, "health-timeout", "time allowed for each dependency check of /healthcheck"),
+		param.String(&c.DIDMethod, "did-method", "DID method name, with any network segment (e.g. ion:test)"),
+		param.String(&c.SignatureAlgorithms, "signature-algorithms", "accepted operation signature algorithms, comma-separated: ES256K, EdDSA"),
+		param.Duration(&c.BatchWriterTimeout, "batch-writer-timeout", "cut a batch once its oldest pending operation is this old"),
+		param.Int(&c.MaxOperationCount, "max-operation-count", "cut a batch once this many operations are pending (MAX_OPERATION_COUNT)"),
+		param.Int(&c.OpQueueMaxBacklog, "op-queue-max-backlog", "answer 503 while this many operations are not yet anchored"),
+		param.Duration(&c.OpQueueOperationLifespan, "op-queue-operation-lifespan", "park a queued operation as expired after this long"),
+		param.Int(&c.RedeliveryMaxAttempts, "mq-redelivery-max-attempts", "failed attempts after which an operation or message is parked"),
+		param.Duration(&c.RedeliveryInitialInterval, "mq-redelivery-initial-interval", "first retry wait"),
+		param.Float(&c.RedeliveryMultiplier, "mq-redelivery-multiplier", "growth of the retry wait per attempt"),
+		param.Duration(&c.RedeliveryMaxInterval, "mq-redelivery-max-interval", "longest retry wait"),
+		param.String(&c.AnchorBackend, "anchor-backend", "how anchors become final: local (the domain signs them) or ledger (a Sawtooth/Splinter ledger commits them)"),
+		param.String(&c.Roles, "roles", "what this process runs: all, or submitter (only the ledger submitters and status poller)"),
+		param.String(&c.LedgerURL, "ledger-url", "REST API of the ledger (anchor-backend ledger), e.g. http://127.0.0.1:8008"),
+		param.String(&c.LedgerAPI, "ledger-api", "ledger REST dialect: sawtooth or splinter"),
+		param.String(&c.LedgerServiceID, "ledger-service-id", "Splinter scabbard service as circuit::service (empty for Sawtooth)"),
+		param.Secret(&c.LedgerAuthorization, "ledger-authorization", "Authorization header sent to Splinter, if it requires one"),
+		param.Duration(&c.LedgerRequestTimeout, "ledger-request-timeout", "bound on each ledger request (at most half of --submitter-claim-ttl)"),
+		param.Duration(&c.SubmitterInterval, "submitter-interval", "pause between a submitter's claim rounds when idle"),
+		param.Int(&c.SubmitterClaimLimit, "submitter-claim-limit", "ledger batches a submitter claims at once (claim_limit)"),
+		param.Duration(&c.SubmitterClaimTTL, "submitter-claim-ttl", "a claim not settled within this time may be taken by another submitter"),
+		param.Int(&c.SubmitterConcurrency, "submitter-concurrency", "ledger requests in flight per submitter"),
+		param.Int(&c.SubmitterMaxAttempts, "submitter-max-attempts", "failed submissions after which a batch is parked and its anchor's operations requeued"),
+		param.Duration(&c.SubmitterBackoffInitial, "submitter-backoff-initial", "first wait after a retryable ledger answer"),
+		param.Float(&c.SubmitterBackoffMultiplier, "submitter-backoff-multiplier", "growth of that wait per attempt"),
+		param.Duration(&c.SubmitterBackoffMax, "submitter-backoff-max", "longest wait between submissions of a batch"),
+		param.Duration(&c.LedgerStatusPollInterval, "ledger-status-poll-interval", "interval of the ledger status poller task"),
+		param.Int(&c.LedgerStatusPageSize, "ledger-status-page-size", "submitted batches the poller checks per round"),
+		param.Duration(&c.LedgerUnknownGrace, "ledger-unknown-grace", "a submitted batch the ledger does not know after this long is checked again and resubmitted"),
+		param.String(&c.SQLiteSynchronous, "sqlite-synchronous", "embedded store durability: full (fsync every commit; survives power loss) or normal (survives a killed process, may lose the last commits on power loss)"),
+		param.String(&c.MQPrefix, "mq-prefix", "RabbitMQ exchange name and queue-name prefix; instances sharing it form one cluster"),
+		param.String(&c.MQQueueType, "mq-queue-type", "RabbitMQ queue type: classic (measured faster on one node) or quorum"),
+		param.Int(&c.MQPublisherChannelPoolSize, "mq-publisher-channel-pool-size", "pooled publisher channels (publishes in flight at once)"),
+		param.Int(&c.MQMaxConnectionChannels, "mq-max-connection-channels", "channels per connection before another connection is opened").Also("mq-max-connection-subscriptions"),
+		param.Int(&c.MQOpQueuePool, "mq-op-queue-pool", "operation messages handled at once per instance (Orb: 5; anchord group-commits them, so more in flight means fewer, larger commits)").Also("mq-opqueue-pool"),
+		param.Int(&c.MQObserverPool, "mq-observer-pool", "concurrent consumers of the anchor topic per instance"),
+		param.Duration(&c.OpQueueTaskMonitorInterval, "op-queue-task-monitor-interval", "how often an instance refreshes its task entry, and the op-queue monitor runs"),
+		param.Duration(&c.OpQueueTaskExpiration, "op-queue-task-expiration", "an instance whose task entry is older is presumed dead and its operations reposted"),
+		param.Int(&c.OpQueueMaxOpsToRepost, "op-queue-max-ops-to-repost", "operations of dead instances reposted per monitor run"),
+		param.Duration(&c.TaskManagerCheckInterval, "task-manager-check-interval", "how often the task manager checks its permits"),
+		param.Duration(&c.DataExpiryCheckInterval, "data-expiry-check-interval", "interval of the data-expiry task (expired queue rows are parked, never dropped)"),
+		param.Secret(&c.AdminToken, "admin-token", "bearer token required by the admin API (/admin/v1); empty: no token"),
+		param.String(&c.DebugAddr, "debug-addr", "serve Go's /debug/pprof on this host:port (empty: off; keep it on loopback)"),
+		param.Int(&c.CASCIDVersion, "cas-cid-version", "CID version of stored batch files: 0 (Qm…, ipfs add's default) or 1"),
 	}
-	for _, p := range params {
-		env := EnvName(p.name)
-		if v, ok := lookupEnv(env); ok {
-			if err := p.value.Set(v); err != nil {
-				return &ParamError{Param: p.name, Value: shown(p, v), Err: err}
-			}
-		}
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			writeUsage(out, command, params)
-			return ErrHelp
-		}
-		return flagError(err, byName, command)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see %s --help)", fs.Arg(0), command)
-	}
-	return nil
 }
 
-// flagError turns the flag package's messages into one line naming the parameter.
-func flagError(err error, byName map[string]Param, command string) error {
-	msg := err.Error()
-	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-		return fmt.Errorf("unknown parameter --%s (see %s --help)", strings.TrimLeft(name, "-"), command)
+// Load builds the `anchord serve` configuration from defaults, environment and args, and
+// validates it. With --help it writes the parameter table to out and returns param.ErrHelp.
+func Load(args []string, lookupEnv func(string) (string, bool), out io.Writer) (Config, error) {
+	c := Default()
+	if err := param.Parse("serve", args, lookupEnv, c.params(), out); err != nil {
+		return Config{}, err
 	}
-	// "invalid value "x" for flag -name: parse error"
-	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
-		if i := strings.Index(rest, " for flag -"); i >= 0 {
-			val, _ := strconv.Unquote(rest[:i])
-			tail := rest[i+len(" for flag -"):]
-			name, reason, _ := strings.Cut(tail, ": ")
-			if p, ok := byName[name]; ok {
-				return &ParamError{Param: name, Value: shown(p, val), Err: errors.New(reason)}
-			}
-		}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
 	}
-	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
-		return fmt.Errorf("parameter --%s needs a value (see %s --help)", strings.TrimLeft(name, "-"), command)
-	}
-	return fmt.Errorf("%s: %w", command, err)
-}
-
-func shown(p Param, v string) string {
-	if p.secret {
-		return redactURL(v)
-	}
-	return v
-}
-
-func writeUsage(out io.Writer, command string, params []Param) {
-	fmt.Fprintf(out, "Usage: anchord %s [parameters]\n\n", command)
-	fmt.Fprintf(out, "Every parameter can also be set by its environment variable; a flag wins over the variable.\n\n")
-	sorted := append([]Param(nil), params...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  PARAMETER\tENVIRONMENT\tDEFAULT\tDESCRIPTION\n")
-	for _, p := range sorted {
-		def := p.value.String()
-		if def == "" {
-			def = `""`
-		} else if p.secret {
-			def = redactURL(def)
-		}
-		fmt.Fprintf(tw, "  --%s\t%s\t%s\t%s\n", p.name, EnvName(p.name), def, p.usage)
-	}
-	_ = tw.Flush()
-}
-
-// LookupEnv is os.LookupEnv, named for callers that pass it to Parse.
-func LookupEnv(key string) (string, bool) { return os.LookupEnv(key) }
-
-type stringValue string
-
-func (v *stringValue) String() string     { return string(*v) }
-func (v *stringValue) Set(s string) error { *v = stringValue(s); return nil }
-
-type intValue int
-
-func (v *intValue) String() string { return strconv.Itoa(int(*v)) }
-func (v *intValue) Set(s string) error {
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil {
-		return errors.New("not an integer")
-	}
-	*v = intValue(n)
-	return nil
-}
-
-type int64Value int64
-
-func (v *int64Value) String() string { return strconv.FormatInt(int64(*v), 10) }
-func (v *int64Value) Set(s string) error {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil {
-		return errors.New("not an integer")
-	}
-	*v = int64Value(n)
-	return nil
-}
-
-type floatValue float64
-
-func (v *floatValue) String() string { return strconv.FormatFloat(float64(*v), 'g', -1, 64) }
-func (v *floatValue) Set(s string) error {
-	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil {
-		return errors.New("not a number")
-	}
-	*v = floatValue(f)
-	return nil
-}
-
-type boolValue bool
-
-func (v *boolValue) String() string   { return strconv.FormatBool(bool(*v)) }
-func (v *boolValue) IsBoolFlag() bool { return true }
-func (v *boolValue) Set(s string) error {
-	b, err := strconv.ParseBool(strings.TrimSpace(s))
-	if err != nil {
-		return errors.New("not a boolean (true or false)")
-	}
-	*v = boolValue(b)
-	return nil
-}
-
-type durationValue time.Duration
-
-func (v *durationValue) String() string { return time.Duration(*v).String() }
-func (v *durationValue) Set(s string) error {
-	d, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
-		return errors.New(`not a duration (Go syntax, e.g. "2s", "500ms", "1m")`)
-	}
-	*v = durationValue(d)
-	return nil
+	return c, nil
 }

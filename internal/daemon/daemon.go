@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -15,7 +17,6 @@ import (
 	"github.com/anchord/anchord/internal/deadletter"
 	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/loop"
-	"github.com/anchord/anchord/internal/pubsub"
 	"github.com/anchord/anchord/internal/pubsub/amqppubsub"
 	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/store/pgstore"
@@ -33,79 +34,25 @@ type Options struct {
 // Run builds anchord from cfg and runs it until ctx is done, then shuts down in order. It
 // returns nil after a clean shutdown.
 func Run(ctx context.Context, cfg config.Config, opts Options) error {
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	logger.Info("starting anchord", "version", opts.Version, "config", cfg)
-
+	logger := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
+	logger.Info("starting anchord", "version", opts.Version)
+	logConfig(logger, cfg)
 	reg := prometheus.NewRegistry()
 	if err := registerProcessMetrics(reg, opts.Version); err != nil {
 		return err
 	}
-
 	st, err := openStore(ctx, cfg, logger, reg)
 	if err != nil {
 		return err
 	}
 	sup := &supervisor{logger: logger.With("component", "supervisor"), timeout: cfg.ShutdownTimeout}
+	// The database closes last, since every stage above writes to it.
 	sup.onStop(StageDatabase, "store", st.Close)
-	w := &wiring{cfg: cfg, st: st, logger: logger, reg: reg, sup: sup, checks: map[string]httpapi.CheckFunc{"database": st.Ping}}
-
-	if cfg.MQURL != "" {
-		ps, err := openBroker(ctx, cfg, st, logger, reg)
-		if err != nil {
-			st.Close()
-			return err
-		}
-		w.ps = ps
-		w.checks["broker"] = ps.Check
-		// The broker's router (redelivery tiers, parking) runs until every publisher and consumer
-		// above it has stopped; then the connection closes.
-		sup.add(StageBroker, "broker", ps.Run)
-		sup.onStop(StageBroker, "broker-connection", func() { _ = ps.Close() })
-	}
-
-	routes, err := buildPipeline(ctx, w)
+	srv, err := assemble(ctx, cfg, st, logger, reg, sup)
 	if err != nil {
-		if w.ps != nil {
-			_ = w.ps.Close()
-		}
-		st.Close()
+		sup.abort()
 		return err
 	}
-
-	srv, err := httpapi.New(httpapi.Config{
-		Addr:            cfg.HostURL,
-		ReadTimeout:     cfg.HTTP.ReadTimeout,
-		WriteTimeout:    cfg.HTTP.WriteTimeout,
-		IdleTimeout:     cfg.HTTP.IdleTimeout,
-		MaxBodyBytes:    cfg.HTTP.MaxBodyBytes,
-		ShutdownTimeout: cfg.ShutdownTimeout,
-		HealthTimeout:   cfg.HealthTimeout,
-		Checks:          w.checks,
-		Gatherer:        reg,
-		Routes:          routes,
-		Logger:          logger.With("component", "http"),
-		Registerer:      reg,
-	})
-	if err != nil {
-		if w.ps != nil {
-			_ = w.ps.Close()
-		}
-		st.Close()
-		return fmt.Errorf("--host-url: %w", err)
-	}
-	sup.add(StageHTTP, "http", srv.Run)
-	if cfg.DebugAddr != "" {
-		run, err := debugServer(cfg.DebugAddr)
-		if err != nil {
-			st.Close()
-			return err
-		}
-		sup.add(StageHTTP, "debug", run)
-	}
-
 	if opts.Ready != nil {
 		opts.Ready(srv.Addr())
 	}
@@ -115,6 +62,50 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	}
 	logger.Info("anchord stopped")
 	return nil
+}
+
+// shape assembles one deployment on the core: its components, their supervisor stages and routes.
+type shape func(ctx context.Context, c *core) error
+
+// assemble picks the deployment shape, builds it on the core and returns the HTTP server.
+func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Logger, reg *prometheus.Registry, sup *supervisor) (*httpapi.Server, error) {
+	// A fresh identity per process start for an instance among others: a restarted instance
+	// never inherits the task entry (and fence) of its previous life, and a submitter process
+	// never shares the API instance's identity in the task permits.
+	name, build, instanceID := "embedded", shape(embedded), embeddedInstanceID
+	switch {
+	case cfg.Roles == "submitter":
+		name, build, instanceID = "submitter", submitterOnly, uuid.NewString()
+	case cfg.MQURL != "":
+		name, build, instanceID = "cluster", cluster, uuid.NewString()
+	}
+	logger.Info("instance", "instance_id", instanceID, "shape", name)
+	c, err := newCore(cfg, st, logger, reg, sup, instanceID)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MQURL != "" {
+		ps, err := openBroker(ctx, cfg, st, logger, reg)
+		if err != nil {
+			return nil, err
+		}
+		c.useBroker(ps, ps.Run, ps.Close)
+	}
+	if err := build(ctx, c); err != nil {
+		return nil, err
+	}
+	srv, err := c.serve()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.DebugAddr != "" {
+		run, err := debugServer(cfg.DebugAddr)
+		if err != nil {
+			return nil, err
+		}
+		sup.add(StageHTTP, "debug", run)
+	}
+	return srv, nil
 }
 
 // openStore opens the configured store. PostgreSQL may not be up yet when a cluster starts, so
@@ -146,10 +137,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, reg 
 func openBroker(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Logger, reg prometheus.Registerer) (*amqppubsub.PubSub, error) {
 	ps, err := amqppubsub.New(ctx, amqppubsub.Config{
 		URL: cfg.MQURL, Prefix: cfg.MQPrefix, QueueType: amqppubsub.QueueType(cfg.MQQueueType),
-		Redelivery: pubsub.RedeliveryConfig{
-			MaxAttempts: cfg.RedeliveryMaxAttempts, InitialInterval: cfg.RedeliveryInitialInterval,
-			Multiplier: cfg.RedeliveryMultiplier, MaxInterval: cfg.RedeliveryMaxInterval,
-		},
+		Redelivery:               cfg.Redelivery(),
 		ParkFunc:                 deadletter.ParkFunc(st),
 		PublisherChannelPoolSize: cfg.MQPublisherChannelPoolSize,
 		MaxConnectionChannels:    cfg.MQMaxConnectionChannels,
@@ -187,4 +175,12 @@ func registerProcessMetrics(reg prometheus.Registerer, version string) error {
 		}
 	}
 	return nil
+}
+
+// logConfig logs the effective configuration, one line per family of parameters, so that each
+// line stays readable in text mode and a JSON parser sees one small object per line.
+func logConfig(logger *slog.Logger, cfg config.Config) {
+	for _, g := range cfg.LogGroups() {
+		logger.LogAttrs(context.Background(), slog.LevelInfo, "configuration", g...)
+	}
 }

@@ -60,6 +60,18 @@ func (s *supervisor) onStop(stage, name string, fn func()) {
 	s.closers = append(s.closers, closer{name: name, stage: stage, close: fn})
 }
 
+// abort releases what was registered when assembly failed before run: every closer, in stage
+// order.
+func (s *supervisor) abort() {
+	for _, st := range stageOrder {
+		for _, c := range s.closers {
+			if c.stage == st {
+				c.close()
+			}
+		}
+	}
+}
+
 // run starts every component and blocks until ctx is done or a component returns, then shuts
 // everything down in stage order. It returns the first component error, if any.
 func (s *supervisor) run(ctx context.Context) error {
@@ -94,7 +106,7 @@ func (s *supervisor) run(ctx context.Context) error {
 			}
 			if err != nil {
 				errOnce.Do(func() { firstErr = fmt.Errorf("%s: %w", c.name, err) })
-				s.logger.Error("component failed", "component", c.name, "error", err)
+				s.logger.Error("part failed", "part", c.name, "error", err)
 			}
 			return err
 		})

@@ -37,7 +37,7 @@ var (
 type RequeueFunc func(ctx context.Context, ops []opqueue.NewOp, also func(ctx context.Context, tx store.Executor) error) error
 
 // ReserveFunc marks a DID as having a pending operation; false if it already has one.
-type ReserveFunc func(suffix string) bool
+type ReserveFunc func(ctx context.Context, suffix string) bool
 
 // ReleaseFunc clears pending DIDs.
 type ReleaseFunc func(suffixes []string)
@@ -101,7 +101,7 @@ func (s *Service) retryOperation(ctx context.Context, d store.DeadLetter) error 
 	if err != nil {
 		return fmt.Errorf("%w: stored operation no longer valid: %w", ErrNotRetryable, err)
 	}
-	if !s.reserve(op.Suffix) {
+	if !s.reserve(ctx, op.Suffix) {
 		return fmt.Errorf("%w: DID %s has an operation pending", ErrBusy, op.Suffix)
 	}
 	err = s.requeue(ctx, []opqueue.NewOp{{OpID: d.Ref, Suffix: op.Suffix, Type: string(op.Type), Request: op.Request, Parsed: op}},

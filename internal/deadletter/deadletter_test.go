@@ -44,7 +44,7 @@ func setup(t *testing.T, st store.Store) *testBundle {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ps.Close() })
 	pending := intake.NewPending(0)
-	reserve := func(s string) bool { return pending.Reserve(s, 0) }
+	reserve := func(_ context.Context, s string) bool { return pending.Reserve(s, 0) }
 	svc := New(Config{Profile: sidetree.DefaultProfile(), Logger: anchordtest.Logger(t)}, st, q.Restore, reserve, pending.Release, ps)
 	return &testBundle{st: st, q: q, pending: pending, ps: ps, svc: svc}
 }

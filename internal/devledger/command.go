@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/anchord/anchord/internal/config"
+	"github.com/anchord/anchord/internal/param"
 )
 
 // Command runs `anchord devledger [parameters]` and returns the exit code: a development
@@ -20,20 +20,20 @@ import (
 func Command(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
 	cfg := Config{Addr: AddrDefault, CommitDelay: CommitDelayDefault, HangTimeout: HangTimeoutDefault}
 	var seed int64
-	params := []config.Param{
-		config.String(&cfg.Addr, "devledger-addr", "listen address of the development ledger's Sawtooth REST API"),
-		config.Duration(&cfg.CommitDelay, "devledger-commit-delay", "how long an accepted batch stays PENDING before it is COMMITTED"),
-		config.Duration(&cfg.HangTimeout, "devledger-hang-timeout", "how long a timeout fault hangs before answering 503"),
-		config.Int64(&seed, "devledger-fault-seed", "seed of the fault choice (a run is reproducible)"),
-		config.Float(&cfg.Faults.Unavailable, "devledger-fault-unavailable", "share of submissions answered 503"),
-		config.Float(&cfg.Faults.TooManyRequests, "devledger-fault-too-many-requests", "share of submissions answered 429"),
-		config.Float(&cfg.Faults.BadRequest, "devledger-fault-bad-request", "share of submissions answered 400"),
-		config.Float(&cfg.Faults.Timeout, "devledger-fault-timeout", "share of submissions recorded but never answered in time"),
-		config.Float(&cfg.Faults.Lost, "devledger-fault-lost", "share of submissions answered 202 but never recorded"),
-		config.Float(&cfg.Faults.Invalid, "devledger-fault-invalid", "share of accepted batches later found INVALID"),
+	params := []param.Param{
+		param.String(&cfg.Addr, "devledger-addr", "listen address of the development ledger's Sawtooth REST API"),
+		param.Duration(&cfg.CommitDelay, "devledger-commit-delay", "how long an accepted batch stays PENDING before it is COMMITTED"),
+		param.Duration(&cfg.HangTimeout, "devledger-hang-timeout", "how long a timeout fault hangs before answering 503"),
+		param.Int64(&seed, "devledger-fault-seed", "seed of the fault choice (a run is reproducible)"),
+		param.Float(&cfg.Faults.Unavailable, "devledger-fault-unavailable", "share of submissions answered 503"),
+		param.Float(&cfg.Faults.TooManyRequests, "devledger-fault-too-many-requests", "share of submissions answered 429"),
+		param.Float(&cfg.Faults.BadRequest, "devledger-fault-bad-request", "share of submissions answered 400"),
+		param.Float(&cfg.Faults.Timeout, "devledger-fault-timeout", "share of submissions recorded but never answered in time"),
+		param.Float(&cfg.Faults.Lost, "devledger-fault-lost", "share of submissions answered 202 but never recorded"),
+		param.Float(&cfg.Faults.Invalid, "devledger-fault-invalid", "share of accepted batches later found INVALID"),
 	}
-	if err := config.Parse("devledger", args, lookupEnv, params, stdout); err != nil {
-		if errors.Is(err, config.ErrHelp) {
+	if err := param.Parse("devledger", args, lookupEnv, params, stdout); err != nil {
+		if errors.Is(err, param.ErrHelp) {
 			return 0
 		}
 		fmt.Fprintf(stderr, "anchord devledger: %v\n", err)

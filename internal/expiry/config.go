@@ -1,6 +1,7 @@
 package expiry
 
 import (
+	"cmp"
 	"errors"
 	"log/slog"
 	"time"
@@ -35,9 +36,9 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	c.Interval = cmpOr(c.Interval, IntervalDefault)
-	c.BatchSize = cmpOr(c.BatchSize, BatchSizeDefault)
-	c.MaxBatches = cmpOr(c.MaxBatches, MaxBatchesDefault)
+	c.Interval = cmp.Or(c.Interval, IntervalDefault)
+	c.BatchSize = cmp.Or(c.BatchSize, BatchSizeDefault)
+	c.MaxBatches = cmp.Or(c.MaxBatches, MaxBatchesDefault)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -5,7 +5,7 @@
 // Durability rule: an op_queue row is an accepted operation that was never anchored, so an
 // expired one is parked in dead_letters (kind operation, reason expired, the request as
 // payload, attempts and history copied) in the transaction that deletes it, never just deleted
-// (DESIGN.md durability chain, link 5). op_queue is always registered. Other tables are
+// (the durability chain, link 5). op_queue is always registered. Other tables are
 // registered with Disposable only when their rows may be lost without a trace; the tables of
 // the durable write path are refused (store.CheckExpiryTable).
 //

@@ -63,7 +63,6 @@ func New(cfg Config, st store.Store, fence FenceFunc) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.Logger = cfg.Logger.With("component", "expiry")
 	return &Service{cfg: cfg, st: st, fence: fence, m: m, tables: []Table{opQueue}}, nil
 }
 

@@ -5,6 +5,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,12 +61,12 @@ type Server struct {
 // New listens on cfg.Addr at once, so that an address in use is reported at start with the
 // parameter that set it, and builds the handler.
 func New(cfg Config) (*Server, error) {
-	cfg.ReadTimeout = cmpOr(cfg.ReadTimeout, ReadTimeoutDefault)
-	cfg.WriteTimeout = cmpOr(cfg.WriteTimeout, WriteTimeoutDefault)
-	cfg.IdleTimeout = cmpOr(cfg.IdleTimeout, IdleTimeoutDefault)
-	cfg.MaxBodyBytes = cmpOr(cfg.MaxBodyBytes, MaxBodyBytesDefault)
-	cfg.ShutdownTimeout = cmpOr(cfg.ShutdownTimeout, ShutdownTimeoutDefault)
-	cfg.HealthTimeout = cmpOr(cfg.HealthTimeout, HealthTimeoutDefault)
+	cfg.ReadTimeout = cmp.Or(cfg.ReadTimeout, ReadTimeoutDefault)
+	cfg.WriteTimeout = cmp.Or(cfg.WriteTimeout, WriteTimeoutDefault)
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, IdleTimeoutDefault)
+	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, MaxBodyBytesDefault)
+	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, ShutdownTimeoutDefault)
+	cfg.HealthTimeout = cmp.Or(cfg.HealthTimeout, HealthTimeoutDefault)
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

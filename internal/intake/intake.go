@@ -85,6 +85,13 @@ func (s *Service) Submit(ctx context.Context, body []byte) ([]byte, error) {
 	return resp, nil
 }
 
+// Reserve marks suffix as having an operation pending for one that bypasses Submit (a retried
+// dead letter): false if the DID already has one, or its state cannot be read.
+func (s *Service) Reserve(ctx context.Context, suffix string) bool {
+	_, version, err := s.state(ctx, suffix)
+	return err == nil && s.pending.Reserve(suffix, version)
+}
+
 func (s *Service) accept(ctx context.Context, op *sidetree.Operation, st *sidetree.State) ([]byte, error) {
 	if err := st.Check(op); err != nil {
 		s.m.rejected.WithLabelValues(string(sidetree.CodeOf(err))).Inc()

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/anchord/anchord/internal/config"
+	"github.com/anchord/anchord/internal/param"
 )
 
 // Defaults.
@@ -56,27 +56,27 @@ func Default() Config {
 	}
 }
 
-func (c *Config) params() []config.Param {
-	return []config.Param{
-		config.String(&c.Target, "target", "base URL of the anchord to load; several, comma-separated, are used in turn and a request that gets no answer (or 503) is retried on the next"),
-		config.Int(&c.Concurrency, "concurrency", "requests in flight at most"),
-		config.Float(&c.Rate, "rate", "operations per second; 0 sends as fast as --concurrency allows"),
-		config.Duration(&c.Duration, "duration", "length of the timed phase"),
-		config.Int(&c.Count, "count", "stop after this many operations (0: no limit)"),
-		config.String(&c.Mix, "mix", "weights of operation types, e.g. create=70,update=20,recover=5,deactivate=5"),
-		config.Int(&c.SampleEvery, "sample-every", "measure accept→resolvable for one operation in this many"),
-		config.Duration(&c.ResolveTimeout, "resolve-timeout", "give up following an operation after this long"),
-		config.Int(&c.WarmupDIDs, "warmup-dids", "DIDs created and awaited before a mixed run"),
-		config.Int(&c.KeyPool, "key-pool", "keys shared by creates (keeps key generation out of the measurement)"),
-		config.String(&c.Method, "did-method", "DID method of the target"),
-		config.String(&c.AcceptedOut, "accepted-out", "file to list every accepted operation in, warm-up included (type, suffix, reveal value or - for a create)"),
+func (c *Config) params() []param.Param {
+	return []param.Param{
+		param.String(&c.Target, "target", "base URL of the anchord to load; several, comma-separated, are used in turn and a request that gets no answer (or 503) is retried on the next"),
+		param.Int(&c.Concurrency, "concurrency", "requests in flight at most"),
+		param.Float(&c.Rate, "rate", "operations per second; 0 sends as fast as --concurrency allows"),
+		param.Duration(&c.Duration, "duration", "length of the timed phase"),
+		param.Int(&c.Count, "count", "stop after this many operations (0: no limit)"),
+		param.String(&c.Mix, "mix", "weights of operation types, e.g. create=70,update=20,recover=5,deactivate=5"),
+		param.Int(&c.SampleEvery, "sample-every", "measure accept→resolvable for one operation in this many"),
+		param.Duration(&c.ResolveTimeout, "resolve-timeout", "give up following an operation after this long"),
+		param.Int(&c.WarmupDIDs, "warmup-dids", "DIDs created and awaited before a mixed run"),
+		param.Int(&c.KeyPool, "key-pool", "keys shared by creates (keeps key generation out of the measurement)"),
+		param.String(&c.Method, "did-method", "DID method of the target"),
+		param.String(&c.AcceptedOut, "accepted-out", "file to list every accepted operation in, warm-up included (type, suffix, reveal value or - for a create)"),
 	}
 }
 
 // Load parses `anchord loadgen` arguments.
 func Load(args []string, lookupEnv func(string) (string, bool), out interface{ Write([]byte) (int, error) }) (Config, error) {
 	c := Default()
-	if err := config.Parse("loadgen", args, lookupEnv, c.params(), out); err != nil {
+	if err := param.Parse("loadgen", args, lookupEnv, c.params(), out); err != nil {
 		return Config{}, err
 	}
 	return c, c.validate()
@@ -86,26 +86,26 @@ func (c *Config) validate() error {
 	for _, t := range c.Targets() {
 		u, err := url.Parse(t)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return &config.ParamError{Param: "target", Value: c.Target, Err: fmt.Errorf("%q is not an http(s) URL", t)}
+			return &param.Error{Param: "target", Value: c.Target, Err: fmt.Errorf("%q is not an http(s) URL", t)}
 		}
 	}
 	if c.Concurrency < 1 {
-		return &config.ParamError{Param: "concurrency", Value: strconv.Itoa(c.Concurrency), Err: fmt.Errorf("must be at least 1")}
+		return &param.Error{Param: "concurrency", Value: strconv.Itoa(c.Concurrency), Err: fmt.Errorf("must be at least 1")}
 	}
 	if c.Rate < 0 {
-		return &config.ParamError{Param: "rate", Value: fmt.Sprint(c.Rate), Err: fmt.Errorf("must not be negative")}
+		return &param.Error{Param: "rate", Value: fmt.Sprint(c.Rate), Err: fmt.Errorf("must not be negative")}
 	}
 	if c.Duration <= 0 && c.Count <= 0 {
-		return &config.ParamError{Param: "duration", Value: c.Duration.String(), Err: fmt.Errorf("set a positive --duration or --count")}
+		return &param.Error{Param: "duration", Value: c.Duration.String(), Err: fmt.Errorf("set a positive --duration or --count")}
 	}
 	if c.SampleEvery < 1 {
-		return &config.ParamError{Param: "sample-every", Value: strconv.Itoa(c.SampleEvery), Err: fmt.Errorf("must be at least 1")}
+		return &param.Error{Param: "sample-every", Value: strconv.Itoa(c.SampleEvery), Err: fmt.Errorf("must be at least 1")}
 	}
 	if c.KeyPool < 2 {
-		return &config.ParamError{Param: "key-pool", Value: strconv.Itoa(c.KeyPool), Err: fmt.Errorf("must be at least 2")}
+		return &param.Error{Param: "key-pool", Value: strconv.Itoa(c.KeyPool), Err: fmt.Errorf("must be at least 2")}
 	}
 	if _, err := parseMix(c.Mix); err != nil {
-		return &config.ParamError{Param: "mix", Value: c.Mix, Err: err}
+		return &param.Error{Param: "mix", Value: c.Mix, Err: err}
 	}
 	return nil
 }

@@ -50,7 +50,7 @@ func Every(ctx context.Context, interval time.Duration, fn func(ctx context.Cont
 }
 
 // Backoff returns the wait before retry number attempt (1-based): initial × multiplier^(attempt−1),
-// capped at max. It is the schedule of DESIGN.md's redelivery rule, shared by every retrier.
+// capped at max. It is the redelivery schedule, shared by every retrier.
 func Backoff(attempt int, initial time.Duration, multiplier float64, max time.Duration) time.Duration {
 	if attempt <= 1 {
 		return min(initial, max)

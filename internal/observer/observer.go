@@ -12,6 +12,7 @@ import (
 
 	"github.com/anchord/anchord/internal/failpoint"
 	"github.com/anchord/anchord/internal/loop"
+	"github.com/anchord/anchord/internal/pubsub"
 	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/sidetree/batchfile"
 	"github.com/anchord/anchord/internal/store"
@@ -38,7 +39,10 @@ type Config struct {
 	Known *Known
 	// Resolver, if set, is told of every suffix indexed, before and after the commit. With
 	// Known also set it then trusts its cached states without reading the index.
-	Resolver   *Resolver
+	Resolver *Resolver
+	// Announcer, if set, is the cluster's pub/sub: Anchored announces each completed anchor on
+	// the anchor topic to every instance's observer, instead of handing it to this one.
+	Announcer  pubsub.Publisher
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 }
@@ -86,6 +90,29 @@ func (o *Observer) Handoff(seq int64, ops []sidetree.AnchoredOperation) {
 	o.handoff[seq] = ops
 	o.mu.Unlock()
 	o.Notify()
+}
+
+// announceTimeout bounds the best-effort announcement of a completed anchor.
+const announceTimeout = 10 * time.Second
+
+// Anchored is the batch writer's AnchoredFunc: it tells observers that anchor a was recorded,
+// with the operations the writer built. Only a completed anchor is observed (a ledger anchor
+// completes later, through the status poller). Embedded, the operations are handed over
+// directly; in a cluster the anchor topic tells every instance, best effort: an announcement
+// that is lost is found by an observer's poll.
+func (o *Observer) Anchored(a store.Anchor, ops []sidetree.AnchoredOperation) {
+	if a.Status != store.AnchorCompleted {
+		return
+	}
+	if o.cfg.Announcer == nil {
+		o.Handoff(a.Seq, ops)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), announceTimeout)
+	defer cancel()
+	if err := o.cfg.Announcer.Publish(ctx, pubsub.TopicAnchor, AnchorMessage(a.Seq)); err != nil {
+		o.cfg.Logger.WarnContext(ctx, "announce anchor; observers will find it by polling", "seq", a.Seq, "error", err)
+	}
 }
 
 // Notify wakes the Observer: an anchor was completed.

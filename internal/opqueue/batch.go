@@ -46,7 +46,7 @@ func (b *Batch) Return(keep int) {
 // store.ErrConflict when another copy of an operation was anchored meanwhile: the caller must
 // then roll back, so nothing is anchored twice.
 func (b *Batch) Ack(ctx context.Context, tx store.Executor, seq int64) error {
-	if b.q.cfg.Fenced {
+	if b.q.fenced {
 		if err := tx.OpQueueTaskCheck(ctx, b.q.cfg.InstanceID); err != nil {
 			return fmt.Errorf("ack batch: %w", err)
 		}
@@ -56,7 +56,7 @@ func (b *Batch) Ack(ctx context.Context, tx store.Executor, seq int64) error {
 	for i, op := range b.ops {
 		ids[i], opIDs[i] = op.ID, op.OpID
 	}
-	if b.q.cfg.Dedup {
+	if b.q.dedup {
 		if err := tx.AnchoredOpsInsert(ctx, seq, opIDs, b.q.cfg.Lifespan); err != nil {
 			return fmt.Errorf("ack batch: %w", err)
 		}
@@ -75,7 +75,7 @@ func (b *Batch) Ack(ctx context.Context, tx store.Executor, seq int64) error {
 // recorded as anchored — a second copy of an operation (a redelivered or reposted message). It
 // returns how many it dropped.
 func (b *Batch) DropAnchored(ctx context.Context) (int, error) {
-	if !b.q.cfg.Dedup {
+	if !b.q.dedup {
 		return 0, nil
 	}
 	opIDs := make([]string, len(b.ops))
@@ -155,7 +155,7 @@ func (b *Batch) Suffixes() []string {
 }
 
 // Nack records that the batch failed because of cause. Each operation is offered again after
-// its backoff; one that has now failed MaxAttempts batches is parked in dead_letters instead.
+// its backoff; one that has now failed Redelivery.MaxAttempts batches is parked in dead_letters instead.
 // If the failure cannot even be recorded (the database is down), the operations stay queued
 // in memory with the backoff, and their rows are untouched, so nothing is lost either way.
 func (b *Batch) Nack(ctx context.Context, cause error) {
@@ -171,13 +171,13 @@ func (b *Batch) Nack(ctx context.Context, cause error) {
 		next.Attempts++
 		next.History = appendHistory(op.History, fmt.Sprintf("attempt %d at %s: %s", next.Attempts, now.UTC().Format(time.RFC3339), reason))
 		next.AvailableAt = now.Add(b.q.cfg.backoff(next.Attempts))
-		if next.Attempts >= b.q.cfg.MaxAttempts {
+		if next.Attempts >= b.q.cfg.Redelivery.MaxAttempts {
 			park = append(park, &next)
 		} else {
 			retry = append(retry, &next)
 		}
 	}
-	if b.q.cfg.RepostFunc != nil && len(retry) > 0 {
+	if b.q.repostFunc != nil && len(retry) > 0 {
 		retry = b.q.repost(ctx, retry)
 	}
 	err := b.q.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
@@ -235,7 +235,7 @@ func (q *Queue) repost(ctx context.Context, ops []*Op) []*Op {
 	}
 	var local []*Op
 	for delay, group := range byDelay {
-		if err := q.cfg.RepostFunc(ctx, group, delay); err != nil {
+		if err := q.repostFunc(ctx, group, delay); err != nil {
 			q.cfg.Logger.WarnContext(ctx, "repost failed; retrying the operations here", "operations", len(group), "error", err)
 			for i := range group {
 				local = append(local, &group[i])
@@ -260,7 +260,7 @@ func (q *Queue) parkTx(ctx context.Context, tx store.Executor, ops []*Op, reason
 	if len(ops) == 0 {
 		return nil
 	}
-	if q.cfg.Fenced {
+	if q.fenced {
 		if err := tx.OpQueueTaskCheck(ctx, q.cfg.InstanceID); err != nil {
 			return err
 		}

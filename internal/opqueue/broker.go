@@ -1,6 +1,7 @@
 package opqueue
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,7 +33,7 @@ type BrokerConfig struct {
 	Logger              *slog.Logger
 }
 
-// Broker connects a Queue to the operation topic for cluster mode (DESIGN.md pipeline):
+// Broker connects a Queue to the operation topic for cluster mode (docs/design/architecture.md, pipeline):
 //
 //   - Add publishes an accepted operation and returns once the broker confirmed it; Run groups
 //     the operations of concurrent Adds into one message;
@@ -50,28 +51,30 @@ type Broker struct {
 	stopped chan struct{} // closed when Run has returned
 }
 
-// NewBroker returns a Broker over q and ps and puts q in cluster mode: its Acks are fenced by
-// the instance's task entry, anchored operations are recorded against duplicates, and its Nacks
-// repost through the Broker.
-func NewBroker(cfg BrokerConfig, q *Queue, ps pubsub.PubSub) *Broker {
-	if cfg.PoolSize <= 0 {
-		cfg.PoolSize = PoolSizeDefault
+// NewCluster returns the operation queue of a cluster instance and the Broker that connects it
+// to the operation topic. The queue's Acks are fenced by the instance's task entry, anchored
+// operations are recorded against duplicates, and its Nacks repost through the Broker.
+func NewCluster(cfg Config, bcfg BrokerConfig, st store.Store, ps pubsub.PubSub) (*Broker, error) {
+	q, err := New(cfg, st)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.PublishWorkers <= 0 {
-		cfg.PublishWorkers = PublishWorkersDefault
+	bcfg.PoolSize = cmp.Or(bcfg.PoolSize, PoolSizeDefault)
+	bcfg.PublishWorkers = cmp.Or(bcfg.PublishWorkers, PublishWorkersDefault)
+	bcfg.TaskMonitorInterval = cmp.Or(bcfg.TaskMonitorInterval, TaskMonitorIntervalDefault)
+	bcfg.Logger = cmp.Or(bcfg.Logger, slog.New(slog.DiscardHandler))
+	if bcfg.PoolSize < 0 || bcfg.PublishWorkers < 0 || bcfg.TaskMonitorInterval < 0 {
+		return nil, errors.New("opqueue: negative pool size, workers or interval")
 	}
-	if cfg.TaskMonitorInterval <= 0 {
-		cfg.TaskMonitorInterval = TaskMonitorIntervalDefault
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	b := &Broker{cfg: cfg, q: q, ps: ps, pubCh: make(chan pubReq, 4*groupMaxOps), stopped: make(chan struct{})}
-	q.cfg.Fenced = true
-	q.cfg.Dedup = true
-	q.cfg.RepostFunc = b.Repost
-	return b
+	b := &Broker{cfg: bcfg, q: q, ps: ps, pubCh: make(chan pubReq, 4*groupMaxOps), stopped: make(chan struct{})}
+	q.fenced = true
+	q.dedup = true
+	q.repostFunc = b.Repost
+	return b, nil
 }
+
+// Queue returns the instance's queue, which the batch writer takes batches from.
+func (b *Broker) Queue() *Queue { return b.q }
 
 // message is one operation in an envelope. Attempts and History travel with the operation, so a
 // repost keeps its failure count whichever instance takes it.
@@ -153,6 +156,23 @@ func (b *Broker) Repost(ctx context.Context, ops []Op, delay time.Duration) erro
 	return nil
 }
 
+// Restore sends retried dead letters back through the operation topic, then runs also in a
+// transaction of its own: the operation keeps its id, so if also fails after the publish, a
+// second retry only makes a duplicate that anchored_ops absorbs.
+func (b *Broker) Restore(ctx context.Context, ops []NewOp, also func(ctx context.Context, tx store.Executor) error) error {
+	reposts := make([]Op, len(ops))
+	for i, op := range ops {
+		reposts[i] = Op{OpID: cmp.Or(op.OpID, OpIDOf(op.Request)), Suffix: op.Suffix, Type: op.Type, Request: op.Request}
+	}
+	if err := b.Repost(ctx, reposts, 0); err != nil {
+		return err
+	}
+	if also == nil {
+		return nil
+	}
+	return b.q.st.InTx(ctx, also)
+}
+
 // ErrTakenOver is returned by Heartbeat when the instance's task entry is gone: the op-queue
 // monitor presumed it dead and reposted its operations, so it must stop.
 var ErrTakenOver = errors.New("op-queue task entry taken over; this instance must stop")
@@ -177,19 +197,8 @@ func (b *Broker) Heartbeat(ctx context.Context) error {
 // to expire. What cannot be reposted stays in its rows for the monitor.
 func (b *Broker) GiveBack(ctx context.Context) error {
 	ops := b.q.Drain()
-	if len(ops) > 0 {
-		ptrs := make([]*Op, len(ops))
-		for i := range ops {
-			ptrs[i] = &ops[i]
-		}
-		b.q.mu.Lock()
-		for _, op := range ops {
-			b.q.inBatch[op.ID] = struct{}{} // repost settles them
-		}
-		b.q.mu.Unlock()
-		if left := b.q.repost(ctx, ptrs); len(left) > 0 {
-			return fmt.Errorf("give back: %d operations could not be reposted; they stay for the op-queue monitor", len(left))
-		}
+	if left := b.q.repost(ctx, ops); len(left) > 0 {
+		return fmt.Errorf("give back: %d operations could not be reposted; they stay for the op-queue monitor", len(left))
 	}
 	if err := b.q.st.OpQueueTaskDelete(ctx, b.q.cfg.InstanceID); err != nil {
 		return fmt.Errorf("give back: delete task entry: %w", err)

@@ -31,9 +31,11 @@ func startNode(t *testing.T, st store.Store, broker *mempubsub.Broker, id string
 	t.Helper()
 	ps, err := mempubsub.New(mempubsub.Config{Broker: broker, Redelivery: pubsub.RedeliveryConfig{MaxAttempts: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}})
 	require.NoError(t, err)
-	q, err := New(Config{InstanceID: id, MaxAttempts: 5, InitialInterval: 20 * time.Millisecond, MaxInterval: 20 * time.Millisecond, Logger: anchordtest.Logger(t)}, st)
+	b, err := NewCluster(
+		Config{InstanceID: id, Redelivery: pubsub.RedeliveryConfig{MaxAttempts: 5, InitialInterval: 20 * time.Millisecond, MaxInterval: 20 * time.Millisecond}, Logger: anchordtest.Logger(t)},
+		BrokerConfig{PoolSize: 2, TaskMonitorInterval: 20 * time.Millisecond, Logger: anchordtest.Logger(t)}, st, &countingPubSub{PubSub: ps})
 	require.NoError(t, err)
-	b := NewBroker(BrokerConfig{PoolSize: 2, TaskMonitorInterval: 20 * time.Millisecond, Logger: anchordtest.Logger(t)}, q, &countingPubSub{PubSub: ps})
+	q := b.Queue()
 	require.NoError(t, b.Register(context.Background()))
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &node{id: id, q: q, b: b, cancel: cancel, done: make(chan error, 1)}

@@ -1,7 +1,7 @@
 // Package opqueue is the durable operation queue between intake and the batch writer, with
 // Orb's interface (Add, Remove(n) with Ack and Nack, Peek, Len) and without Orb's losses.
 //
-// Durability (DESIGN.md chain, links 1–3 and 5):
+// Durability (the durability chain, links 1–3 and 5):
 //   - Add returns only after the operation's op_queue row is committed. Concurrent Adds are
 //     group-committed: the committer loop (Run) writes everything that arrived while the previous
 //     commit was in flight in one transaction, so the fsync rate stays low under load.

@@ -1,13 +1,16 @@
 package opqueue
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/anchord/anchord/internal/pubsub"
 	"github.com/anchord/anchord/internal/store"
 )
 
@@ -51,20 +54,15 @@ type Monitor struct {
 
 // NewMonitor returns a Monitor that reposts through b.
 func NewMonitor(cfg MonitorConfig, st store.Store, b *Broker) (*Monitor, error) {
-	if cfg.TaskExpiration <= 0 {
-		cfg.TaskExpiration = TaskExpirationDefault
-	}
-	if cfg.MaxOpsToRepost <= 0 {
-		cfg.MaxOpsToRepost = MaxOpsToRepostDefault
-	}
-	if cfg.MaxAttempts <= 0 {
-		cfg.MaxAttempts = MaxAttemptsDefault
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.TaskExpiration = cmp.Or(cfg.TaskExpiration, TaskExpirationDefault)
+	cfg.MaxOpsToRepost = cmp.Or(cfg.MaxOpsToRepost, MaxOpsToRepostDefault)
+	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, pubsub.MaxAttemptsDefault)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.Registerer == nil {
 		cfg.Registerer = prometheus.NewRegistry()
+	}
+	if cfg.TaskExpiration < 0 || cfg.MaxOpsToRepost < 0 || cfg.MaxAttempts < 0 {
+		return nil, errors.New("opqueue monitor: negative expiration, repost limit or attempts")
 	}
 	m, err := newMonitorMetrics(cfg.Registerer)
 	if err != nil {
@@ -78,6 +76,17 @@ type MonitorResult struct {
 	TakenOver []string
 	Reposted  int
 	Parked    int
+}
+
+// TaskID is the op-queue monitor's task id (Orb's name).
+const TaskID = "op-queue-monitor"
+
+// RunTask is the monitor's task-manager entry point: one run per task interval. It is unfenced
+// on purpose: two monitors racing only repost an operation twice, and anchored_ops keeps it from
+// being anchored twice.
+func (mo *Monitor) RunTask(ctx context.Context, _ int64) error {
+	_, err := mo.RunOnce(ctx)
+	return err
 }
 
 // RunOnce takes over expired instances and reposts up to MaxOpsToRepost orphaned operations.

@@ -1,11 +1,13 @@
 package opqueue
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -72,11 +74,26 @@ type addReq struct {
 	done    chan error
 }
 
-// Queue is the embedded operation queue of one instance.
+// Queue is the operation queue of one instance: durable rows plus their in-memory mirror, which
+// the batch writer takes batches from.
 type Queue struct {
-	cfg     Config
-	st      store.Store
-	m       *metrics
+	cfg Config
+	st  store.Store
+	m   *metrics
+	// Cluster mode (NewCluster) sets the three below; an embedded queue has none of them.
+	//
+	// fenced makes Ack (and parking) also require this instance's op-queue task entry, in the
+	// same transaction: once the op-queue monitor has taken the instance over, its late Ack
+	// fails instead of anchoring operations that were reposted.
+	fenced bool
+	// dedup records every anchored operation (anchored_ops) in the anchor's transaction and
+	// drops already anchored copies before batching: a message can be delivered twice.
+	// Embedded, intake's checks already refuse a second copy.
+	dedup bool
+	// repostFunc makes Nack repost failed operations (a delayed publish to the operation topic,
+	// so any instance can take them) instead of retrying them here.
+	repostFunc func(ctx context.Context, ops []Op, delay time.Duration) error
+
 	addCh   chan addReq
 	stopped chan struct{} // closed when Run has returned
 	once    sync.Once
@@ -84,12 +101,13 @@ type Queue struct {
 	mu      sync.Mutex
 	pending []*Op              // by id: the order operations were committed in
 	inBatch map[int64]struct{} // ids of operations removed into a Batch, not yet settled
+	held    map[int64]struct{} // ids in pending or inBatch: changed only by adopt and settle
 	maxSeen int64              // highest row id the queue has held
 	syncs   int
 	notify  chan struct{}
 }
 
-// New builds a queue over st. Call Load before serving, and run Run.
+// New builds the queue of an embedded instance over st. Call Load before serving, and run Run.
 func New(cfg Config, st store.Store) (*Queue, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -102,6 +120,7 @@ func New(cfg Config, st store.Store) (*Queue, error) {
 		stopped: make(chan struct{}),
 		notify:  make(chan struct{}, 1),
 		inBatch: make(map[int64]struct{}),
+		held:    make(map[int64]struct{}),
 	}
 	m, err := newMetrics(cfg.Registerer, q)
 	if err != nil {
@@ -114,28 +133,69 @@ func New(cfg Config, st store.Store) (*Queue, error) {
 // Load reads this instance's queued rows into memory (after a restart they are all still
 // there) and returns their DID suffixes.
 func (q *Queue) Load(ctx context.Context) ([]string, error) {
-	var suffixes []string
-	var after int64
+	rows, err := q.listAfter(ctx, 0)
+	if err != nil {
+		return nil, fmt.Errorf("load operation queue: %w", err)
+	}
+	q.adopt(rows)
+	suffixes := make([]string, len(rows))
+	for i, op := range rows {
+		suffixes[i] = op.Suffix
+	}
+	q.cfg.Logger.InfoContext(ctx, "operation queue loaded", "operations", len(suffixes))
+	return suffixes, nil
+}
+
+// listAfter reads every row of this instance with an id above after, in id order.
+func (q *Queue) listAfter(ctx context.Context, after int64) ([]*Op, error) {
+	var out []*Op
 	for {
 		rows, err := q.st.OpQueueList(ctx, store.OpQueueListParams{InstanceID: q.cfg.InstanceID, AfterID: after, Limit: 5000})
 		if err != nil {
-			return nil, fmt.Errorf("load operation queue: %w", err)
+			return nil, err
 		}
 		if len(rows) == 0 {
-			break
+			return out, nil
 		}
-		q.mu.Lock()
 		for _, r := range rows {
-			q.pending = append(q.pending, fromRow(r))
-			q.maxSeen = max(q.maxSeen, r.ID)
-			suffixes = append(suffixes, r.Suffix)
+			out = append(out, fromRow(r))
 		}
-		q.mu.Unlock()
 		after = rows[len(rows)-1].ID
 	}
-	q.signal()
-	q.cfg.Logger.InfoContext(ctx, "operation queue loaded", "operations", len(suffixes))
-	return suffixes, nil
+}
+
+// adopt is the one place the in-memory mirror learns of committed rows: it adds the operations
+// whose row id it does not hold yet (neither queued nor in a batch), keeps the queue in id order
+// (the order of acceptance), and wakes the batch writer. An upsert that found an existing row
+// returns that row's id, so a second copy of a queued operation is never held twice. It
+// returns how many operations were new.
+func (q *Queue) adopt(ops []*Op) int {
+	if len(ops) == 0 {
+		return 0
+	}
+	q.mu.Lock()
+	n := 0
+	ordered := true
+	for _, op := range ops {
+		if _, dup := q.held[op.ID]; dup {
+			continue
+		}
+		q.held[op.ID] = struct{}{}
+		if k := len(q.pending); k > 0 && q.pending[k-1].ID > op.ID {
+			ordered = false
+		}
+		q.pending = append(q.pending, op)
+		q.maxSeen = max(q.maxSeen, op.ID)
+		n++
+	}
+	if !ordered {
+		sort.SliceStable(q.pending, func(i, j int) bool { return q.pending[i].ID < q.pending[j].ID })
+	}
+	q.mu.Unlock()
+	if n > 0 {
+		q.signal()
+	}
+	return n
 }
 
 func fromRow(r store.QueuedOp) *Op {
@@ -316,44 +376,21 @@ func (q *Queue) commit(ctx context.Context, batch []addReq) {
 	}
 	failpoint.Hit(failpoint.OpQueueAfterCommit)
 	now := q.cfg.NowFunc()
-	q.mu.Lock()
-	known := make(map[int64]bool)
-	for _, op := range q.pending {
-		if _, ours := first[op.OpID]; ours {
-			known[op.ID] = true // queued before: the upsert found its row
-		}
-	}
-	for id := range q.inBatch {
-		known[id] = true // Sync found the committed row first and a batch took it
-	}
-	unordered := false
+	ops := make([]*Op, len(params))
 	for i, p := range params {
-		if known[ids[i]] {
-			continue
-		}
-		r := batch[0]
-		for _, b := range batch {
-			if b.op.OpID == p.OpID {
-				r = b
+		var parsed *sidetree.Operation
+		for _, r := range batch {
+			if r.op.OpID == p.OpID {
+				parsed = r.parsed
 				break
 			}
 		}
-		if n := len(q.pending); n > 0 && q.pending[n-1].ID > ids[i] {
-			unordered = true
-		}
-		q.pending = append(q.pending, &Op{
+		ops[i] = &Op{
 			ID: ids[i], OpID: p.OpID, Suffix: p.Suffix, Type: p.Type, Request: p.Request,
-			Attempts: p.Attempts, History: p.History, EnqueuedAt: now, AvailableAt: now, Parsed: r.parsed,
-		})
-		q.maxSeen = max(q.maxSeen, ids[i])
+			Attempts: p.Attempts, History: p.History, EnqueuedAt: now, AvailableAt: now, Parsed: parsed,
+		}
 	}
-	if unordered {
-		// An upsert that found an older row (a delivery of an operation queued before) keeps
-		// that row's id; the queue stays in id order, which is the order of acceptance.
-		sort.SliceStable(q.pending, func(i, j int) bool { return q.pending[i].ID < q.pending[j].ID })
-	}
-	q.mu.Unlock()
-	q.signal()
+	q.adopt(ops)
 	for _, r := range batch {
 		if r.restore {
 			q.m.restored.Inc()
@@ -366,25 +403,11 @@ func (q *Queue) commit(ctx context.Context, batch []addReq) {
 }
 
 // Restore queues operations again together with also, in one transaction: a dead letter is
-// retried, or a failed anchor gives its operations back, without a moment in which an operation
-// is in both places or in neither. An OpID already queued is handed to this instance, not
-// duplicated. Restore bypasses the backlog limit: these operations were accepted long ago.
+// retried without a moment in which an operation is in both places or in neither. See
+// RestoreTx.
 func (q *Queue) Restore(ctx context.Context, ops []NewOp, also func(ctx context.Context, tx store.Executor) error) error {
-	params := make([]store.OpQueueInsertParams, len(ops))
-	for i, op := range ops {
-		if op.OpID == "" {
-			op.OpID = OpIDOf(op.Request)
-			ops[i].OpID = op.OpID
-		}
-		params[i] = store.OpQueueInsertParams{
-			OpID: op.OpID, Suffix: op.Suffix, Type: op.Type, Request: op.Request,
-			InstanceID: q.cfg.InstanceID, Lifespan: q.cfg.Lifespan, Attempts: op.Attempts, History: op.History,
-		}
-	}
-	var ids []int64
 	err := q.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
-		var err error
-		if ids, err = tx.OpQueueUpsertMany(ctx, params); err != nil {
+		if err := q.RestoreTx(ctx, tx, ops); err != nil {
 			return err
 		}
 		if also != nil {
@@ -395,30 +418,75 @@ func (q *Queue) Restore(ctx context.Context, ops []NewOp, also func(ctx context.
 	if err != nil {
 		return fmt.Errorf("restore %d operations: %w", len(ops), err)
 	}
-	now := q.cfg.NowFunc()
-	q.mu.Lock()
-	known := make(map[int64]bool, len(q.pending)+len(q.inBatch))
-	for _, op := range q.pending {
-		known[op.ID] = true
-	}
-	for id := range q.inBatch {
-		known[id] = true
-	}
-	for i, op := range ops {
-		if known[ids[i]] {
-			continue // already queued here: the upsert found the same row
-		}
-		q.pending = append(q.pending, &Op{
-			ID: ids[i], OpID: op.OpID, Suffix: op.Suffix, Type: op.Type, Request: op.Request,
-			Attempts: op.Attempts, History: op.History, EnqueuedAt: now, AvailableAt: now, Parsed: op.Parsed,
-		})
-		q.maxSeen = max(q.maxSeen, ids[i])
-	}
-	sort.SliceStable(q.pending, func(i, j int) bool { return q.pending[i].ID < q.pending[j].ID })
-	q.mu.Unlock()
-	q.m.restored.Add(float64(len(ops)))
-	q.signal()
 	return nil
+}
+
+// RestoreTx queues operations again inside the caller's transaction tx: a retried dead letter,
+// or what a failed anchor gives back (GiveBackTx). An OpID already queued is handed to this
+// instance, not duplicated. The in-memory queue learns of the rows once tx has committed
+// (store.OnCommit), so a rollback leaves nothing behind. Restore bypasses the backlog limit:
+// these operations were accepted long ago.
+func (q *Queue) RestoreTx(ctx context.Context, tx store.Executor, ops []NewOp) error {
+	params, ids, err := Rows{InstanceID: q.cfg.InstanceID, Lifespan: q.cfg.Lifespan}.upsert(ctx, tx, ops)
+	if err != nil {
+		return err
+	}
+	store.OnCommit(ctx, func() {
+		now := q.cfg.NowFunc()
+		restored := make([]*Op, len(ops))
+		for i, p := range params {
+			restored[i] = &Op{
+				ID: ids[i], OpID: p.OpID, Suffix: p.Suffix, Type: p.Type, Request: p.Request,
+				Attempts: p.Attempts, History: p.History, EnqueuedAt: now, AvailableAt: now, Parsed: ops[i].Parsed,
+			}
+		}
+		q.adopt(restored)
+		q.m.restored.Add(float64(len(ops)))
+	})
+	return nil
+}
+
+// GiveBackTx queues the operations of failed anchor seq again inside tx, the transaction that
+// fails the anchor (the durability chain's link 4), and forgets that they were anchored, so
+// they are not taken for duplicates.
+func (q *Queue) GiveBackTx(ctx context.Context, tx store.Executor, seq int64, ops []NewOp) error {
+	if err := tx.AnchoredOpsDeleteByAnchor(ctx, seq); err != nil {
+		return fmt.Errorf("give back operations of anchor %d: %w", seq, err)
+	}
+	return q.RestoreTx(ctx, tx, ops)
+}
+
+// Rows writes queue rows for a queue that lives in another process: a separate submitter
+// process (--roles submitter) gives a failed anchor's operations back to the API instance's
+// queue, which finds them with Watch (or, owned by an instance without a task entry, the
+// op-queue monitor reposts them).
+type Rows struct {
+	InstanceID string
+	Lifespan   time.Duration
+}
+
+// GiveBackTx is Queue.GiveBackTx for a queue in another process.
+func (r Rows) GiveBackTx(ctx context.Context, tx store.Executor, seq int64, ops []NewOp) error {
+	if err := tx.AnchoredOpsDeleteByAnchor(ctx, seq); err != nil {
+		return fmt.Errorf("give back operations of anchor %d: %w", seq, err)
+	}
+	_, _, err := r.upsert(ctx, tx, ops)
+	return err
+}
+
+func (r Rows) upsert(ctx context.Context, tx store.Executor, ops []NewOp) ([]store.OpQueueInsertParams, []int64, error) {
+	params := make([]store.OpQueueInsertParams, len(ops))
+	for i, op := range ops {
+		params[i] = store.OpQueueInsertParams{
+			OpID: cmp.Or(op.OpID, OpIDOf(op.Request)), Suffix: op.Suffix, Type: op.Type, Request: op.Request,
+			InstanceID: r.InstanceID, Lifespan: cmp.Or(r.Lifespan, LifespanDefault), Attempts: op.Attempts, History: op.History,
+		}
+	}
+	ids, err := tx.OpQueueUpsertMany(ctx, params)
+	if err != nil {
+		return nil, nil, fmt.Errorf("queue %d operations again: %w", len(ops), err)
+	}
+	return params, ids, nil
 }
 
 func (q *Queue) signal() {
@@ -558,13 +626,11 @@ func (q *Queue) putBack(ops []*Op) {
 const SyncIntervalDefault = 2 * time.Second
 
 // Watch adds to the in-memory queue, every interval until ctx is done, the rows of this
-// instance that other components inserted directly: the operations of an anchor the ledger
-// rejected, given back by the submitter or the status poller in the transaction that failed
-// the anchor.
+// instance that it did not write itself: the operations of a failed anchor that a separate
+// submitter process gave back (--roles submitter). Rows given back in this process reach the
+// queue through RestoreTx; for them Watch is only a safety net.
 func (q *Queue) Watch(ctx context.Context, interval time.Duration) error {
-	if interval <= 0 {
-		interval = SyncIntervalDefault
-	}
+	interval = cmp.Or(interval, SyncIntervalDefault)
 	for loop.Sleep(ctx, loop.Jitter(interval, 0.1)) {
 		if _, err := q.Sync(ctx); err != nil && ctx.Err() == nil {
 			q.cfg.Logger.WarnContext(ctx, "sync operation queue", "error", err)
@@ -587,71 +653,23 @@ func (q *Queue) Sync(ctx context.Context) (int, error) {
 		after = 0
 	}
 	q.mu.Unlock()
-	return q.sync(ctx, after)
-}
-
-func (q *Queue) sync(ctx context.Context, after int64) (int, error) {
-	q.mu.Lock()
-	known := make(map[int64]bool, len(q.pending)+len(q.inBatch))
-	for _, op := range q.pending {
-		known[op.ID] = true
+	rows, err := q.listAfter(ctx, after)
+	if err != nil {
+		return 0, fmt.Errorf("sync operation queue: %w", err)
 	}
-	for id := range q.inBatch {
-		known[id] = true
-	}
-	q.mu.Unlock()
-	var added []*Op
-	for {
-		rows, err := q.st.OpQueueList(ctx, store.OpQueueListParams{InstanceID: q.cfg.InstanceID, AfterID: after, Limit: 5000})
-		if err != nil {
-			return 0, fmt.Errorf("sync operation queue: %w", err)
-		}
-		if len(rows) == 0 {
-			break
-		}
-		for _, r := range rows {
-			if !known[r.ID] {
-				added = append(added, fromRow(r))
-			}
-		}
-		after = rows[len(rows)-1].ID
-	}
-	if len(added) == 0 {
-		return 0, nil
-	}
-	q.mu.Lock()
-	// Re-check under the lock: a batch may have been cut, or a commit appended, meanwhile.
-	for _, op := range q.pending {
-		known[op.ID] = true
-	}
-	for id := range q.inBatch {
-		known[id] = true
-	}
-	n := 0
-	for _, op := range added {
-		if !known[op.ID] {
-			q.pending = append(q.pending, op)
-			q.maxSeen = max(q.maxSeen, op.ID)
-			n++
-		}
-	}
-	sort.SliceStable(q.pending, func(i, j int) bool { return q.pending[i].ID < q.pending[j].ID })
-	q.mu.Unlock()
-	if n > 0 {
-		q.m.restored.Add(float64(n))
-		q.signal()
-	}
+	n := q.adopt(rows)
+	q.m.restored.Add(float64(n))
 	return n, nil
 }
 
-// Drain takes every operation out of the queue that is not in a batch, for giving them back at
-// shutdown; the caller reposts them and deletes their rows.
-func (q *Queue) Drain() []Op {
+// Drain moves every queued operation that is not in a batch into flight, for giving them back
+// at shutdown; the caller reposts them, which settles them.
+func (q *Queue) Drain() []*Op {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	out := make([]Op, len(q.pending))
-	for i, op := range q.pending {
-		out[i] = *op
+	out := slices.Clone(q.pending)
+	for _, op := range out {
+		q.inBatch[op.ID] = struct{}{}
 	}
 	clear(q.pending)
 	q.pending = q.pending[:0]
@@ -666,6 +684,7 @@ func (q *Queue) settle(ids ...int64) {
 	q.mu.Lock()
 	for _, id := range ids {
 		delete(q.inBatch, id)
+		delete(q.held, id)
 	}
 	q.mu.Unlock()
 }

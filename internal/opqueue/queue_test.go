@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/pubsub"
 	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/store/storetest"
 )
@@ -40,7 +41,7 @@ func setup(t *testing.T, st store.Store, mutate ...func(*Config)) *testBundle {
 	t.Helper()
 	b := &testBundle{st: st, clock: newClock(), reg: prometheus.NewRegistry(), released: make(chan []string, 100)}
 	cfg := Config{
-		InstanceID: "instance-a", MaxAttempts: 3, InitialInterval: time.Second, Multiplier: 2, MaxInterval: time.Minute,
+		InstanceID: "instance-a", Redelivery: pubsub.RedeliveryConfig{MaxAttempts: 3, InitialInterval: time.Second, Multiplier: 2, MaxInterval: time.Minute},
 		Logger: anchordtest.Logger(t), Registerer: b.reg, NowFunc: b.clock.now,
 		ReleaseFunc: func(s []string) { b.released <- s },
 	}
@@ -310,7 +311,8 @@ func TestSameOperationIsQueuedOnce(t *testing.T) {
 func TestDropAnchoredRemovesSecondCopies(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st store.Store) {
-		b := setup(t, st, func(c *Config) { c.Dedup = true })
+		b := setup(t, st)
+		b.q.dedup = true // what NewCluster sets
 		ctx := context.Background()
 		ops := add(t, b.q, 3, "did")
 		// The first operation was anchored elsewhere (another copy of its message).
@@ -421,8 +423,10 @@ func TestSyncPicksUpRowsWrittenElsewhere(t *testing.T) {
 		require.NoError(t, err)
 		require.Zero(t, n)
 		// A full pass (every fullSyncEvery) finds nothing new either.
-		n, err = b.q.sync(ctx, 0)
-		require.NoError(t, err)
-		require.Zero(t, n)
+		for range fullSyncEvery {
+			n, err = b.q.Sync(ctx)
+			require.NoError(t, err)
+			require.Zero(t, n)
+		}
 	})
 }

@@ -1,5 +1,5 @@
 // Package pubsub is the publish/subscribe contract shared by the in-memory implementation
-// (mempubsub, embedded mode and tests) and the RabbitMQ implementation (amqppubsub, cluster
+// (mempubsub, the fake for tests) and the RabbitMQ implementation (amqppubsub, cluster
 // mode). It holds the types, the error classification a handler uses (nil, retryable error,
 // Permanent) and the redelivery schedule; it does no I/O itself.
 //
@@ -34,6 +34,7 @@
 package pubsub
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -152,19 +153,23 @@ const (
 
 // WithDefaults returns c with zero fields set to their defaults.
 func (c RedeliveryConfig) WithDefaults() RedeliveryConfig {
-	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = MaxAttemptsDefault
-	}
-	if c.InitialInterval <= 0 {
-		c.InitialInterval = InitialIntervalDefault
-	}
-	if c.Multiplier <= 0 {
-		c.Multiplier = MultiplierDefault
-	}
-	if c.MaxInterval <= 0 {
-		c.MaxInterval = MaxIntervalDefault
-	}
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, MaxAttemptsDefault)
+	c.InitialInterval = cmp.Or(c.InitialInterval, InitialIntervalDefault)
+	c.Multiplier = cmp.Or(c.Multiplier, MultiplierDefault)
+	c.MaxInterval = cmp.Or(c.MaxInterval, MaxIntervalDefault)
 	return c
+}
+
+// Validate rejects a schedule that cannot be followed: negative values, or a multiplier that
+// would shrink the wait.
+func (c RedeliveryConfig) Validate() error {
+	if c.MaxAttempts < 0 || c.InitialInterval < 0 || c.MaxInterval < 0 {
+		return errors.New("redelivery: negative attempts or interval")
+	}
+	if c.Multiplier != 0 && c.Multiplier < 1 {
+		return errors.New("redelivery: multiplier below 1")
+	}
+	return nil
 }
 
 // Delay returns the wait before redelivering a message whose delivery number failed has just

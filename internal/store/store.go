@@ -7,7 +7,8 @@
 //   - Every time comparison that coordinates instances uses the database clock (Now), never the
 //     host clock.
 //   - InTx runs fn in one transaction and commits only if fn returns nil; the Executor passed to
-//     fn MUST NOT be used after fn returns.
+//     fn MUST NOT be used after fn returns. InTx MUST pass fn a context from BeginCommitHooks
+//     and run the hooks after a successful commit, never after a rollback (OnCommit).
 //   - Errors are wrapped with the operation name and map engine errors to ErrNotFound,
 //     ErrConflict or ErrLeaseLost where those apply.
 package store

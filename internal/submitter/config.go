@@ -1,6 +1,7 @@
 package submitter
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +15,7 @@ import (
 
 // RequeueFunc gives the operations of a failed anchor back to the operation queue. It runs in
 // tx, the transaction that fails the anchor, so the anchor fails if and only if its operations
-// are queued again (DESIGN.md durability chain, link 4). An error rolls both back.
+// are queued again (the durability chain, link 4). An error rolls both back.
 type RequeueFunc func(ctx context.Context, tx store.Executor, a store.Anchor) error
 
 // Defaults of Config.
@@ -88,15 +89,15 @@ func (c Config) withDefaults() (Config, error) {
 	}); err != nil {
 		return c, fmt.Errorf("new submitter: %w", err)
 	}
-	c.Interval = orDefault(c.Interval, IntervalDefault)
-	c.ClaimLimit = orDefault(c.ClaimLimit, ClaimLimitDefault)
-	c.ClaimTTL = orDefault(c.ClaimTTL, ClaimTTLDefault)
-	c.Concurrency = orDefault(c.Concurrency, ConcurrencyDefault)
-	c.RequestTimeout = orDefault(c.RequestTimeout, RequestTimeoutDefault)
-	c.MaxAttempts = orDefault(c.MaxAttempts, MaxAttemptsDefault)
-	c.BackoffInitial = orDefault(c.BackoffInitial, BackoffInitialDefault)
-	c.BackoffMultiplier = orDefault(c.BackoffMultiplier, BackoffMultiplierDefault)
-	c.BackoffMax = orDefault(c.BackoffMax, BackoffMaxDefault)
+	c.Interval = cmp.Or(c.Interval, IntervalDefault)
+	c.ClaimLimit = cmp.Or(c.ClaimLimit, ClaimLimitDefault)
+	c.ClaimTTL = cmp.Or(c.ClaimTTL, ClaimTTLDefault)
+	c.Concurrency = cmp.Or(c.Concurrency, ConcurrencyDefault)
+	c.RequestTimeout = cmp.Or(c.RequestTimeout, RequestTimeoutDefault)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, MaxAttemptsDefault)
+	c.BackoffInitial = cmp.Or(c.BackoffInitial, BackoffInitialDefault)
+	c.BackoffMultiplier = cmp.Or(c.BackoffMultiplier, BackoffMultiplierDefault)
+	c.BackoffMax = cmp.Or(c.BackoffMax, BackoffMaxDefault)
 	if c.RequestTimeout > c.ClaimTTL/2 {
 		return c, fmt.Errorf("new submitter: request timeout %s is more than half the claim ttl %s", c.RequestTimeout, c.ClaimTTL)
 	}
@@ -174,11 +175,11 @@ func (c PollerConfig) withDefaults() (PollerConfig, error) {
 	}); err != nil {
 		return c, fmt.Errorf("new status poller: %w", err)
 	}
-	c.Interval = orDefault(c.Interval, PollIntervalDefault)
-	c.PageSize = orDefault(c.PageSize, PollPageSizeDefault)
-	c.Concurrency = orDefault(c.Concurrency, PollConcurrencyDefault)
-	c.UnknownGrace = orDefault(c.UnknownGrace, UnknownGraceDefault)
-	c.RequestTimeout = orDefault(c.RequestTimeout, RequestTimeoutDefault)
+	c.Interval = cmp.Or(c.Interval, PollIntervalDefault)
+	c.PageSize = cmp.Or(c.PageSize, PollPageSizeDefault)
+	c.Concurrency = cmp.Or(c.Concurrency, PollConcurrencyDefault)
+	c.UnknownGrace = cmp.Or(c.UnknownGrace, UnknownGraceDefault)
+	c.RequestTimeout = cmp.Or(c.RequestTimeout, RequestTimeoutDefault)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

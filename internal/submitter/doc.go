@@ -2,7 +2,7 @@
 // batches (written by the ledger anchoring backend, anchor.Ledger) and submits them to a ledger
 // through a ledger.Client; the Poller asks the ledger what became of submitted batches and
 // completes or fails their anchors. It implements Hyperledger Grid's batch submitter without
-// Grid's losses (DESIGN.md, "Batch submitter").
+// Grid's losses.
 //
 // A batch row moves like this (store.LedgerExecutor holds the statements):
 //

@@ -66,11 +66,19 @@ func NewPoller(cfg PollerConfig, st store.Store, client ledger.Client) (*Poller,
 	if err != nil {
 		return nil, err
 	}
-	return &Poller{cfg: cfg, st: st, client: client, logger: cfg.Logger.With("component", "ledger_status_poller"), m: m,
+	return &Poller{cfg: cfg, st: st, client: client, logger: cfg.Logger, m: m,
 		group: &groupTx{st: st}}, nil
 }
 
 // Run polls every Interval (with jitter) until ctx is done, then returns nil. A failed poll
+// RunTask is the poller's task-manager entry point: one poll per task interval, on one instance
+// at a time. Every write of the poller is a compare-and-set on the batch's status, so a second
+// poller after a take-over cannot apply an outcome twice.
+func (p *Poller) RunTask(ctx context.Context, _ int64) error {
+	_, err := p.RunOnce(ctx)
+	return err
+}
+
 // is logged and retried with backoff. Use it when no task manager schedules RunOnce.
 func (p *Poller) Run(ctx context.Context) error {
 	p.logger.InfoContext(ctx, "status poller started", "config", p.cfg)

@@ -95,7 +95,7 @@ func New(cfg Config, st store.Store, client ledger.Client) (*Submitter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Submitter{cfg: cfg, st: st, client: client, logger: cfg.Logger.With("component", "submitter"), m: m,
+	return &Submitter{cfg: cfg, st: st, client: client, logger: cfg.Logger, m: m,
 		sem: make(chan struct{}, cfg.Concurrency), group: &groupTx{st: st}}, nil
 }
 

@@ -44,7 +44,7 @@ func BenchmarkPermitAcquire(b *testing.B) {
 }
 
 // BenchmarkCheck measures one check of a holder of six tasks that are not due (the size of
-// DESIGN.md's task list): a renewal and a refused start per task.
+// the task list): a renewal and a refused start per task.
 func BenchmarkCheck(b *testing.B) {
 	for _, backend := range storetest.Backends {
 		b.Run(backend, func(b *testing.B) {

@@ -101,7 +101,6 @@ func New(cfg Config, st store.TaskExecutor) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.Logger = cfg.Logger.With("component", "taskmgr")
 	return &Manager{cfg: cfg, st: st, m: m, states: map[string]*taskState{}, outReady: make(chan struct{}, 1)}, nil
 }
 

@@ -171,11 +171,3 @@ func (c Config) validate() error {
 	return nil
 }
 
-// redactedURL is the URL without its password, for logs.
-func redactedURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
-}

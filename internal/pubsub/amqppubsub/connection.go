@@ -13,6 +13,7 @@ import (
 
 	"github.com/anchord/anchord/internal/loop"
 	"github.com/anchord/anchord/internal/pubsub"
+	"github.com/anchord/anchord/internal/secret"
 )
 
 // connector owns the connections of one role (publisher or consumer) and hands out channels,
@@ -195,7 +196,7 @@ func (c *connector) pruneLocked() {
 func (c *connector) dialLocked(ctx context.Context) (*conn, error) {
 	if wait := time.Until(c.retryAt); wait > 0 {
 		return nil, fmt.Errorf("connect to %s (next attempt in %s, last error: %w): %w",
-			redactedURL(c.url), wait.Round(time.Millisecond), c.lastErr, pubsub.ErrUnavailable)
+			secret.RedactURL(c.url), wait.Round(time.Millisecond), c.lastErr, pubsub.ErrUnavailable)
 	}
 	cn, err := c.dial(ctx)
 	if err != nil {
@@ -210,7 +211,7 @@ func (c *connector) dialLocked(ctx context.Context) (*conn, error) {
 		return nil, fmt.Errorf("%w: %w", pubsub.ErrUnavailable, err)
 	}
 	if c.failures > 0 {
-		c.log.Info("broker connection restored", "url", redactedURL(c.url), "failed_attempts", c.failures)
+		c.log.Info("broker connection restored", "url", secret.RedactURL(c.url), "failed_attempts", c.failures)
 	}
 	c.failures, c.lastErr, c.retryAt = 0, nil, time.Time{}
 	c.conns = append(c.conns, cn)
@@ -226,7 +227,7 @@ func (c *connector) dial(ctx context.Context) (*conn, error) {
 		timeout = min(timeout, time.Until(dl))
 	}
 	if timeout <= 0 {
-		return nil, fmt.Errorf("dial %s: %w", redactedURL(c.url), context.DeadlineExceeded)
+		return nil, fmt.Errorf("dial %s: %w", secret.RedactURL(c.url), context.DeadlineExceeded)
 	}
 	props := amqp.NewConnectionProperties()
 	props.SetClientConnectionName("anchord-" + c.role)
@@ -237,7 +238,7 @@ func (c *connector) dial(ctx context.Context) (*conn, error) {
 		Properties: props,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("dial %s: %w", redactedURL(c.url), err)
+		return nil, fmt.Errorf("dial %s: %w", secret.RedactURL(c.url), err)
 	}
 	cn := &conn{c: ac, closes: ac.NotifyClose(make(chan *amqp.Error, 1))}
 	ch, err := ac.Channel()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/anchord/anchord/internal/loop"
 	"github.com/anchord/anchord/internal/pubsub"
+	"github.com/anchord/anchord/internal/secret"
 )
 
 // Connection roles: publishers and consumers never share a connection, so that broker flow
@@ -49,8 +50,7 @@ func New(ctx context.Context, cfg Config) (*PubSub, error) {
 		return nil, err
 	}
 	m := newMetrics(cfg.Registerer)
-	log := cfg.Logger.With("component", "pubsub")
-	cfg.Logger = log
+	log := cfg.Logger
 	topo := newTopology(cfg)
 	ps := &PubSub{cfg: cfg, topo: topo, log: log, metrics: m}
 	ps.pubConn = newConnector(rolePublisher, cfg, topo.declare, m)
@@ -66,13 +66,13 @@ func New(ctx context.Context, cfg Config) (*PubSub, error) {
 			ps.Close()
 			return nil, fmt.Errorf("amqppubsub: %w", err)
 		}
-		log.WarnContext(ctx, "waiting for RabbitMQ", "url", redactedURL(cfg.URL), "attempt", attempt, "error", err)
+		log.WarnContext(ctx, "waiting for RabbitMQ", "url", secret.RedactURL(cfg.URL), "attempt", attempt, "error", err)
 		if !ps.pubConn.waitRetry(ctx) {
 			ps.Close()
 			return nil, fmt.Errorf("amqppubsub: broker not reachable before startup deadline: %w", errors.Join(ctx.Err(), err))
 		}
 	}
-	log.InfoContext(ctx, "connected to RabbitMQ", "url", redactedURL(cfg.URL), "prefix", cfg.Prefix,
+	log.InfoContext(ctx, "connected to RabbitMQ", "url", secret.RedactURL(cfg.URL), "prefix", cfg.Prefix,
 		"queue_type", cfg.QueueType, "wait_tiers", topo.tiers)
 	return ps, nil
 }

@@ -1,5 +1,7 @@
-// Package mempubsub is the in-process implementation of the pubsub contract, for embedded mode
-// and tests. Instances attached to one Broker share its queues, so several instances in one
+// Package mempubsub is the in-process implementation of the pubsub contract. It is the fake that
+// the tests of pub/sub users run against (several packages' tests, and the pubsubtest suite
+// that proves it behaves like amqppubsub); embedded mode does not use a broker at all — intake
+// writes straight into the queue — so no production code imports it. Instances attached to one Broker share its queues, so several instances in one
 // process behave like several anchord instances on one RabbitMQ (competing consumers).
 //
 // It follows the contract's semantics exactly: redelivery with the RedeliveryConfig schedule

@@ -77,7 +77,7 @@ func New(cfg Config) (*PubSub, error) {
 		redelivery: cfg.Redelivery.WithDefaults(),
 		park:       cfg.ParkFunc,
 		drain:      cmp.Or(cfg.DrainTimeout, DrainTimeoutDefault),
-		log:        log.With("component", "pubsub"),
+		log:        log,
 		metrics:    newMetrics(cfg.Registerer),
 	}, nil
 }

@@ -8,6 +8,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -58,7 +59,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store: parse URL: %w", err)
 	}
-	pcfg.MaxConns = int32(cmpOr(cfg.MaxConns, MaxConnsDefault))
+	pcfg.MaxConns = int32(cmp.Or(cfg.MaxConns, MaxConnsDefault))
 	// A dead server must be noticed quickly by health checks and callers, not after the OS
 	// TCP timeout.
 	pcfg.ConnConfig.ConnectTimeout = 5 * time.Second
@@ -81,13 +82,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-func cmpOr(v, def int) int {
-	if v > 0 {
-		return v
-	}
-	return def
-}
-
 // Backend implements store.Store.
 func (s *Store) Backend() string { return "postgres" }
 
@@ -106,9 +100,14 @@ func (s *Store) Close() { s.pool.Close() }
 
 // InTx implements store.Store.
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Executor) error) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		return fn(ctx, executor{q: tx})
-	})
+	hctx, hooks := store.BeginCommitHooks(ctx)
+	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		return fn(hctx, executor{q: tx})
+	}); err != nil {
+		return err
+	}
+	hooks.Run()
+	return nil
 }
 
 // querier is what *pgxpool.Pool and pgx.Tx have in common.

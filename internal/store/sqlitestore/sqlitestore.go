@@ -11,6 +11,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -105,7 +106,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		_ = writer.Close()
 		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
-	maxReaders := cmpOr(cfg.MaxReaders, MaxReadersDefault)
+	maxReaders := cmp.Or(cfg.MaxReaders, MaxReadersDefault)
 	reader.SetMaxOpenConns(maxReaders)
 	reader.SetMaxIdleConns(maxReaders)
 
@@ -124,13 +125,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 	}
 	return s, nil
-}
-
-func cmpOr(v, def int) int {
-	if v > 0 {
-		return v
-	}
-	return def
 }
 
 func dsn(path string, readOnly bool, synchronous string) string {
@@ -185,13 +179,15 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(ctx, executor{w: tx, r: tx}); err != nil {
+	hctx, hooks := store.BeginCommitHooks(ctx)
+	if err := fn(hctx, executor{w: tx, r: tx}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	hooks.Run()
 	return nil
 }
 

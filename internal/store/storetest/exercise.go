@@ -106,6 +106,32 @@ func Exercise(t *testing.T, newOpener func(t testing.TB) Opener, migrations []st
 		require.ErrorIs(t, err, store.ErrNotFound)
 	})
 
+	t.Run("OnCommitRunsOnlyAfterCommit", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		ctx := context.Background()
+
+		var ran []string
+		require.NoError(t, s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+			store.OnCommit(ctx, func() { ran = append(ran, "first") })
+			store.OnCommit(ctx, func() { ran = append(ran, "second") })
+			require.Empty(t, ran, "hooks wait for the commit")
+			return tx.SettingInsert(ctx, "hooked", []byte("yes"))
+		}))
+		require.Equal(t, []string{"first", "second"}, ran)
+
+		ran = nil
+		boom := errors.New("boom")
+		require.ErrorIs(t, s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+			store.OnCommit(ctx, func() { ran = append(ran, "rolled back") })
+			return boom
+		}), boom)
+		require.Empty(t, ran, "a rollback runs no hook")
+
+		store.OnCommit(ctx, func() { ran = append(ran, "outside") })
+		require.Equal(t, []string{"outside"}, ran, "outside a transaction a hook runs at once")
+	})
+
 	t.Run("InTxSerialisesWriters", func(t *testing.T) {
 		t.Parallel()
 		s, _ := setup(t)

@@ -1,0 +1,71 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/anchord/anchord/internal/intake"
+	"github.com/anchord/anchord/internal/observer"
+	"github.com/anchord/anchord/internal/opqueue"
+)
+
+// embeddedInstanceID owns the op_queue rows of a single-instance deployment: it must be the same
+// after a restart, so that the restarted process finds its queued operations.
+const embeddedInstanceID = "local"
+
+// embeddedObserverPoll: embedded, the batch writer wakes the observer directly; the poll only
+// finds anchors completed by a ledger's status poller.
+const embeddedObserverPoll = time.Second
+
+// embedded is the single-instance shape, on SQLite (or PostgreSQL without a broker): intake
+// writes straight into the queue's rows, and this process indexes every anchor, so an
+// in-memory filter of known DIDs answers "new DID" without a read. The queue is loaded, and
+// every anchor completed before a restart is observed, before intake opens: no DID with an
+// anchored but unindexed operation is validated against stale state.
+func embedded(ctx context.Context, c *core) error {
+	pending := intake.NewPending(0)
+	queue, err := opqueue.New(c.queueConfig(pending), c.st)
+	if err != nil {
+		return err
+	}
+	backend, err := c.anchorBackend(ctx, queue.GiveBackTx)
+	if err != nil {
+		return err
+	}
+	known, err := observer.LoadKnown(ctx, c.st)
+	if err != nil {
+		return err
+	}
+	obs, err := c.writePath(writeParts{
+		queue: queue, intake: queue, restore: queue.Restore, pending: pending, backend: backend,
+		known: known, observerPoll: embeddedObserverPoll,
+	})
+	if err != nil {
+		return err
+	}
+	suffixes, err := queue.Load(ctx)
+	if err != nil {
+		return err
+	}
+	pending.ReserveAll(suffixes)
+	if n, err := obs.CatchUp(ctx); err != nil {
+		return fmt.Errorf("observe anchors completed before start: %w", err)
+	} else if n > 0 {
+		c.logger.Info("observed anchors completed before start", "anchors", n)
+	}
+
+	// The committer serves intake's Adds, so it stops only after HTTP has.
+	c.sup.add(StageConsumers, "opqueue", queue.Run)
+	// Rows a separate submitter process gave back reach the queue through Watch.
+	c.sup.add(StageConsumers, "opqueue-watch", func(ctx context.Context) error { return queue.Watch(ctx, 0) })
+	return nil
+}
+
+// queueConfig is the operation queue's configuration; parked operations release their DIDs.
+func (c *core) queueConfig(pending *intake.Pending) opqueue.Config {
+	return opqueue.Config{
+		InstanceID: c.instanceID, MaxBacklog: c.cfg.OpQueueMaxBacklog, Lifespan: c.cfg.OpQueueOperationLifespan,
+		Redelivery: c.cfg.Redelivery(), ReleaseFunc: pending.Release, Logger: c.log("opqueue"), Registerer: c.reg,
+	}
+}

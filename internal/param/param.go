@@ -1,0 +1,267 @@
+// Package param binds command-line flags and their ANCHORD_* environment variables to fields:
+// the parameter table of every anchord command, its --help table, and one-line errors that name
+// the offending parameter. Precedence: command-line flag, then environment variable, then the
+// field's value when the table was built (its default).
+package param
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/anchord/anchord/internal/secret"
+)
+
+// EnvPrefix prefixes every environment variable.
+const EnvPrefix = "ANCHORD_"
+
+// EnvName returns the environment variable of a parameter: ANCHORD_ + upper snake case.
+func EnvName(param string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(param, "-", "_"))
+}
+
+// Param binds one command-line flag (and its environment variable) to a field. The field's
+// value when the table is built is the default shown by --help, so defaults are written only
+// where the Config is initialised.
+type Param struct {
+	name   string
+	usage  string
+	value  flag.Value
+	secret bool
+	// aliases are other names of the same parameter: Orb's, where ours differs.
+	aliases []string
+}
+
+// Name returns the flag name.
+func (p Param) Name() string { return p.name }
+
+// Also returns p accepting names as further flag names (and their environment variables): an
+// Orb operator's name for the same parameter. The primary name wins when both are set.
+func (p Param) Also(names ...string) Param {
+	p.aliases = append(p.aliases, names...)
+	return p
+}
+
+// String binds a string field.
+func String(field *string, name, usage string) Param {
+	return Param{name: name, usage: usage, value: (*stringValue)(field)}
+}
+
+// Secret binds a string field whose value must be redacted when logged (URLs with passwords).
+func Secret(field *string, name, usage string) Param {
+	return Param{name: name, usage: usage, value: (*stringValue)(field), secret: true}
+}
+
+// Int binds an int field.
+func Int(field *int, name, usage string) Param {
+	return Param{name: name, usage: usage, value: (*intValue)(field)}
+}
+
+// Int64 binds an int64 field.
+func Int64(field *int64, name, usage string) Param {
+	return Param{name: name, usage: usage, value: (*int64Value)(field)}
+}
+
+// Float binds a float64 field.
+func Float(field *float64, name, usage string) Param {
+	return Param{name: name, usage: usage, value: (*floatValue)(field)}
+}
+
+// Bool binds a bool field.
+func Bool(field *bool, name, usage string) Param {
+	return Param{name: name, usage: usage, value: (*boolValue)(field)}
+}
+
+// Duration binds a time.Duration field (Go duration syntax, "2s").
+func Duration(field *time.Duration, name, usage string) Param {
+	return Param{name: name, usage: usage, value: (*durationValue)(field)}
+}
+
+// Error names the parameter whose value is invalid.
+type Error struct {
+	Param string // flag name without dashes
+	Value string
+	Err   error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("invalid value %q for --%s (%s): %v", e.Value, e.Param, EnvName(e.Param), e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Value returns the parameter's current value as a string (its default, before Parse).
+func (p Param) Value() string { return p.value.String() }
+
+// IsSecret reports whether the value must be redacted when shown.
+func (p Param) IsSecret() bool { return p.secret }
+
+// ErrHelp is returned by Parse when -h or --help was given; the usage has been written.
+var ErrHelp = errors.New("help requested")
+
+// Parse applies environment variables and then args to params. Errors are one line naming the
+// parameter. With -h/--help it writes the usage to out and returns ErrHelp.
+func Parse(command string, args []string, lookupEnv func(string) (string, bool), params []Param, out io.Writer) error {
+	fs := flag.NewFlagSet(command, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	byName := make(map[string]Param, len(params))
+	for _, p := range params {
+		fs.Var(p.value, p.name, p.usage)
+		byName[p.name] = p
+		for _, a := range p.aliases {
+			fs.Var(p.value, a, p.usage)
+			byName[a] = p
+		}
+	}
+	for _, p := range params {
+		// Aliases first, so that the primary name wins.
+		for _, name := range append(slices.Clone(p.aliases), p.name) {
+			if v, ok := lookupEnv(EnvName(name)); ok {
+				if err := p.value.Set(v); err != nil {
+					return &Error{Param: name, Value: shown(p, v), Err: err}
+				}
+			}
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			writeUsage(out, command, params)
+			return ErrHelp
+		}
+		return flagError(err, byName, command)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (see %s --help)", fs.Arg(0), command)
+	}
+	return nil
+}
+
+// flagError turns the flag package's messages into one line naming the parameter.
+func flagError(err error, byName map[string]Param, command string) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return fmt.Errorf("unknown parameter --%s (see %s --help)", strings.TrimLeft(name, "-"), command)
+	}
+	// "invalid value "x" for flag -name: parse error"
+	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
+		if i := strings.Index(rest, " for flag -"); i >= 0 {
+			val, _ := strconv.Unquote(rest[:i])
+			tail := rest[i+len(" for flag -"):]
+			name, reason, _ := strings.Cut(tail, ": ")
+			if p, ok := byName[name]; ok {
+				return &Error{Param: name, Value: shown(p, val), Err: errors.New(reason)}
+			}
+		}
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return fmt.Errorf("parameter --%s needs a value (see %s --help)", strings.TrimLeft(name, "-"), command)
+	}
+	return fmt.Errorf("%s: %w", command, err)
+}
+
+func shown(p Param, v string) string {
+	if p.secret {
+		return secret.RedactURL(v)
+	}
+	return v
+}
+
+func writeUsage(out io.Writer, command string, params []Param) {
+	fmt.Fprintf(out, "Usage: anchord %s [parameters]\n\n", command)
+	fmt.Fprintf(out, "Every parameter can also be set by its environment variable; a flag wins over the variable.\n\n")
+	sorted := append([]Param(nil), params...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  PARAMETER\tENVIRONMENT\tDEFAULT\tDESCRIPTION\n")
+	for _, p := range sorted {
+		def := p.value.String()
+		if def == "" {
+			def = `""`
+		} else if p.secret {
+			def = secret.RedactURL(def)
+		}
+		usage := p.usage
+		if len(p.aliases) > 0 {
+			usage += " (also --" + strings.Join(p.aliases, ", --") + ")"
+		}
+		fmt.Fprintf(tw, "  --%s\t%s\t%s\t%s\n", p.name, EnvName(p.name), def, usage)
+	}
+	_ = tw.Flush()
+}
+
+// LookupEnv is os.LookupEnv, named for callers that pass it to Parse.
+func LookupEnv(key string) (string, bool) { return os.LookupEnv(key) }
+
+type stringValue string
+
+func (v *stringValue) String() string     { return string(*v) }
+func (v *stringValue) Set(s string) error { *v = stringValue(s); return nil }
+
+type intValue int
+
+func (v *intValue) String() string { return strconv.Itoa(int(*v)) }
+func (v *intValue) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return errors.New("not an integer")
+	}
+	*v = intValue(n)
+	return nil
+}
+
+type int64Value int64
+
+func (v *int64Value) String() string { return strconv.FormatInt(int64(*v), 10) }
+func (v *int64Value) Set(s string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return errors.New("not an integer")
+	}
+	*v = int64Value(n)
+	return nil
+}
+
+type floatValue float64
+
+func (v *floatValue) String() string { return strconv.FormatFloat(float64(*v), 'g', -1, 64) }
+func (v *floatValue) Set(s string) error {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return errors.New("not a number")
+	}
+	*v = floatValue(f)
+	return nil
+}
+
+type boolValue bool
+
+func (v *boolValue) String() string   { return strconv.FormatBool(bool(*v)) }
+func (v *boolValue) IsBoolFlag() bool { return true }
+func (v *boolValue) Set(s string) error {
+	b, err := strconv.ParseBool(strings.TrimSpace(s))
+	if err != nil {
+		return errors.New("not a boolean (true or false)")
+	}
+	*v = boolValue(b)
+	return nil
+}
+
+type durationValue time.Duration
+
+func (v *durationValue) String() string { return time.Duration(*v).String() }
+func (v *durationValue) Set(s string) error {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return errors.New(`not a duration (Go syntax, e.g. "2s", "500ms", "1m")`)
+	}
+	*v = durationValue(d)
+	return nil
+}
