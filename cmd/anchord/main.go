@@ -14,10 +14,10 @@ import (
 
 	"github.com/anchord/anchord/internal/admin"
 	"github.com/anchord/anchord/internal/config"
-	"github.com/anchord/anchord/internal/param"
 	"github.com/anchord/anchord/internal/daemon"
 	"github.com/anchord/anchord/internal/devledger"
 	"github.com/anchord/anchord/internal/loadgen"
+	"github.com/anchord/anchord/internal/param"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".

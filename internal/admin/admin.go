@@ -19,8 +19,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/anchord/anchord/internal/param"
 	"github.com/anchord/anchord/internal/httpapi"
+	"github.com/anchord/anchord/internal/param"
 )
 
 // Defaults.

@@ -170,4 +170,3 @@ func (c Config) validate() error {
 	}
 	return nil
 }
-
