@@ -1,7 +1,6 @@
 package anchordtest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -55,10 +54,21 @@ func Binary(tb testing.TB) string {
 // FreeAddr returns a loopback host:port that was free a moment ago.
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(tb, err)
-	defer l.Close()
-	return l.Addr().String()
+	return fmt.Sprintf("127.0.0.1:%d", FreePorts(tb, 1)[0])
+}
+
+// FreePorts returns n distinct loopback ports that were free a moment ago (all held open at
+// once while they are picked, so they differ).
+func FreePorts(tb testing.TB, n int) []int {
+	tb.Helper()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(tb, err, "find a free port")
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
 }
 
 // Process is a running anchord binary.
@@ -66,7 +76,7 @@ type Process struct {
 	tb   testing.TB
 	cmd  *exec.Cmd
 	Addr string
-	log  *syncBuffer
+	log  *SyncBuffer
 	done chan struct{}
 	err  error
 }
@@ -90,7 +100,7 @@ func StartProcess(tb testing.TB, cfg ProcessConfig) *Process {
 		cmd.Dir = tb.TempDir()
 	}
 	cmd.Env = append(os.Environ(), cfg.Env...)
-	log := &syncBuffer{}
+	log := &SyncBuffer{}
 	cmd.Stderr = log
 	cmd.Stdout = log
 	require.NoError(tb, cmd.Start())
@@ -183,21 +193,4 @@ func (p *Process) WaitHealthy(timeout time.Duration) time.Duration {
 		return p.Health() == http.StatusOK
 	}, "process at %s not healthy", p.Addr)
 	return time.Since(start)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

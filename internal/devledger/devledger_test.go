@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,28 +21,10 @@ import (
 
 const testKey = "8f1a3c2e9b7d6f5e4c3b2a1908f7e6d5c4b3a29180f7e6d5c4b3a2918f7e6d5c"
 
-// fakeClock is a clock the test moves by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type testBundle struct {
 	srv     *Server
 	url     string
-	clock   *fakeClock
+	clock   *anchordtest.Clock
 	reg     *prometheus.Registry
 	builder *sawtooth.Builder
 	http    *http.Client
@@ -53,7 +34,7 @@ type testBundle struct {
 // batches commit 10 s (of fake time) after acceptance.
 func setup(t *testing.T, cfg Config) *testBundle {
 	t.Helper()
-	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := anchordtest.NewClock()
 	reg := prometheus.NewRegistry()
 	cfg.NowFunc = clock.Now
 	cfg.Registerer = reg

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,17 +18,10 @@ import (
 	"github.com/anchord/anchord/internal/store/storetest"
 )
 
-// clock is a settable test clock.
-type clock struct{ ns atomic.Int64 }
-
-func newClock() *clock                   { c := &clock{}; c.ns.Store(time.Now().UnixNano()); return c }
-func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
-
 type testBundle struct {
 	q        *Queue
 	st       store.Store
-	clock    *clock
+	clock    *anchordtest.Clock
 	reg      *prometheus.Registry
 	released chan []string
 	cancel   context.CancelFunc
@@ -39,10 +31,10 @@ type testBundle struct {
 
 func setup(t *testing.T, st store.Store, mutate ...func(*Config)) *testBundle {
 	t.Helper()
-	b := &testBundle{st: st, clock: newClock(), reg: prometheus.NewRegistry(), released: make(chan []string, 100)}
+	b := &testBundle{st: st, clock: anchordtest.NewClock(), reg: prometheus.NewRegistry(), released: make(chan []string, 100)}
 	cfg := Config{
 		InstanceID: "instance-a", Redelivery: pubsub.RedeliveryConfig{MaxAttempts: 3, InitialInterval: time.Second, Multiplier: 2, MaxInterval: time.Minute},
-		Logger: anchordtest.Logger(t), Registerer: b.reg, NowFunc: b.clock.now,
+		Logger: anchordtest.Logger(t), Registerer: b.reg, NowFunc: b.clock.Now,
 		ReleaseFunc: func(s []string) { b.released <- s },
 	}
 	for _, m := range mutate {
@@ -185,11 +177,11 @@ func TestNackBacksOffThenParks(t *testing.T) {
 			require.NotNil(t, batch, "attempt %d", attempt)
 			batch.Nack(ctx, fmt.Errorf("cas unavailable"))
 			require.Nil(t, b.q.Remove(10), "backing off")
-			st := b.q.Status(b.clock.now())
+			st := b.q.Status(b.clock.Now())
 			require.Zero(t, st.Available)
 			wait := b.q.cfg.backoff(attempt)
-			require.Equal(t, b.clock.now().Add(wait), st.NextAvailable)
-			b.clock.advance(wait)
+			require.Equal(t, b.clock.Now().Add(wait), st.NextAvailable)
+			b.clock.Advance(wait)
 		}
 		r := rows(t, st, "instance-a")
 		require.Len(t, r, 2)

@@ -7,7 +7,6 @@ package servicetest
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -41,7 +40,7 @@ func StartPostgres(t testing.TB) *Postgres {
 	if bin == "" {
 		missing(t, "PostgreSQL server binaries (initdb, pg_ctl) under /usr/lib/postgresql/*/bin")
 	}
-	p := &Postgres{bin: bin, port: freePort(t)}
+	p := &Postgres{bin: bin, port: anchordtest.FreePorts(t, 1)[0]}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		require.NoError(t, err, "running as root needs a postgres user to run the server")
@@ -158,14 +157,6 @@ func postgresBinDir() string {
 func versionOf(binDir string) int {
 	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
 	return v
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func missing(t testing.TB, what string) {

@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,7 +58,7 @@ func StartRabbitMQ(tb testing.TB) *RabbitMQ {
 	if _, err := rand.Read(raw[:]); err != nil {
 		tb.Fatal(err)
 	}
-	ports := freePorts(tb, 2)
+	ports := anchordtest.FreePorts(tb, 2)
 	dir := tb.TempDir()
 	r := &RabbitMQ{
 		tb:     tb,
@@ -261,25 +260,4 @@ func rabbitBinaries() (server, ctl string, err error) {
 func isFile(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular()
-}
-
-// freePorts returns n distinct loopback ports that were free a moment ago.
-func freePorts(tb testing.TB, n int) []int {
-	tb.Helper()
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			_ = l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatalf("servicetest: find a free port: %v", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
 }

@@ -120,7 +120,7 @@ func TestClusterWithFaultsAndAKilledSubmitter(t *testing.T) {
 	// them end after the kill (statements in flight then have committed or rolled back).
 	childApp := "anchordtest-child-" + randomSuffix()
 	child.Env = append(os.Environ(), envChild+"=1", envChildDB+"="+url+"&application_name="+childApp, envChildLedger+"="+l.URL)
-	var childLog syncBuffer
+	var childLog anchordtest.SyncBuffer
 	child.Stdout, child.Stderr = &childLog, &childLog
 	require.NoError(t, child.Start())
 	childDone := make(chan error, 1)
@@ -299,21 +299,4 @@ func childExited(done chan error) error {
 	default:
 		return nil
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

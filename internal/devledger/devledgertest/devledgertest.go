@@ -18,29 +18,6 @@ import (
 	"github.com/anchord/anchord/internal/devledger"
 )
 
-// Clock is a clock that moves only when told to.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// NewClock returns a Clock set to a fixed instant.
-func NewClock() *Clock { return &Clock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // Request is what the ledger recorded of one request.
 type Request struct {
 	Method string
@@ -54,7 +31,7 @@ type Ledger struct {
 	Server *devledger.Server
 	// URL is the base URL, e.g. "http://127.0.0.1:41234".
 	URL      string
-	Clock    *Clock
+	Clock    *anchordtest.Clock
 	Registry *prometheus.Registry
 
 	mu       sync.Mutex
@@ -67,7 +44,7 @@ type Ledger struct {
 // status queries and Stats; the Run loop's ticker only refreshes metrics.
 func Start(tb testing.TB, cfg devledger.Config) *Ledger {
 	tb.Helper()
-	l := &Ledger{Clock: NewClock(), Registry: prometheus.NewRegistry()}
+	l := &Ledger{Clock: anchordtest.NewClock(), Registry: prometheus.NewRegistry()}
 	if cfg.NowFunc == nil {
 		cfg.NowFunc = l.Clock.Now
 	}
