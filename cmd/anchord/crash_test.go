@@ -41,14 +41,13 @@ type crashClient struct {
 	t      *testing.T
 	wallet *wallet.Wallet
 
-	mu        sync.Mutex
-	client    *apiClient
-	dids      []*crashDID
-	accepted  map[opKey]int
-	unknown   map[opKey]bool
-	sent      int
-	rejected  []string
-	lastReply time.Time
+	mu       sync.Mutex
+	client   *apiClient
+	dids     []*crashDID
+	accepted map[opKey]int
+	unknown  map[opKey]bool
+	sent     int
+	rejected []string
 }
 
 func newCrashClient(t *testing.T) *crashClient {

@@ -112,9 +112,18 @@ func loadgenCmd(args []string, lookupEnv func(string) (string, bool), stdout, st
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(strings.ToUpper(cfg.LogLevel)))
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationText}
 	if cfg.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// durationText logs every duration one way, as Go duration text ("1.5s"), in JSON as in text:
+// the JSON handler would otherwise write nanoseconds.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }

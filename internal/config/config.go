@@ -321,7 +321,7 @@ func (c *Config) Validate() error {
 		case "sawtooth":
 		case "splinter":
 			if !strings.Contains(c.LedgerServiceID, "::") {
-				return &ParamError{Param: "ledger-service-id", Value: c.LedgerServiceID, Err: fmt.Errorf("Splinter needs circuit::service")}
+				return &ParamError{Param: "ledger-service-id", Value: c.LedgerServiceID, Err: fmt.Errorf("splinter needs circuit::service")}
 			}
 		default:
 			return &ParamError{Param: "ledger-api", Value: c.LedgerAPI, Err: fmt.Errorf("must be sawtooth or splinter")}

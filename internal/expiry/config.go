@@ -54,10 +54,3 @@ func (c Config) validate() error {
 	}
 	return nil
 }
-
-func cmpOr[T int | time.Duration](v, def T) T {
-	if v == 0 {
-		return def
-	}
-	return v
-}

@@ -106,13 +106,6 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-func cmpOr[T int64 | time.Duration](v, def T) T {
-	if v > 0 {
-		return v
-	}
-	return def
-}
-
 // Addr returns the address the server listens on.
 func (s *Server) Addr() string { return s.listener.Addr().String() }
 

@@ -208,10 +208,3 @@ func nonNegative(vals map[string]float64) error {
 	}
 	return nil
 }
-
-func orDefault[T int | float64 | time.Duration](v, def T) T {
-	if v > 0 {
-		return v
-	}
-	return def
-}

@@ -11,7 +11,7 @@ import (
 	"github.com/anchord/anchord/internal/devledger"
 	"github.com/anchord/anchord/internal/devledger/devledgertest"
 	"github.com/anchord/anchord/internal/ledger"
-	"github.com/anchord/anchord/internal/ledger/ledgertest"
+	"github.com/anchord/anchord/internal/ledgertest"
 	"github.com/anchord/anchord/internal/ledger/sawtooth"
 )
 

@@ -145,14 +145,6 @@ func (c *connector) waitRetry(ctx context.Context) bool {
 	return loop.Sleep(ctx, wait)
 }
 
-// up reports whether the role has a live connection, without dialing.
-func (c *connector) up() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.pruneLocked()
-	return len(c.conns) > 0
-}
-
 func (c *connector) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
@@ -209,8 +208,6 @@ func truncate(s string, n int) string {
 	}
 	return s[:n]
 }
-
-func cloneTable(t amqp.Table) amqp.Table { return maps.Clone(t) }
 
 func newID() string {
 	var b [16]byte

@@ -2,6 +2,10 @@
 // implementation runs Exercise against a devledger, which stands in for the ledger and injects
 // the answers to classify. Dialect details (Sawtooth's GET/POST switch, scabbard's bodyless 429
 // and status names) are tested by each implementation's own tests.
+//
+// It lives beside the ledger package, not under it: the suite needs a running stand-in ledger
+// (devledger), which itself builds on the Sawtooth implementation, and a package under ledger/
+// must not depend on one of its siblings through a package outside ledger/.
 package ledgertest
 
 import (
