@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,6 +120,27 @@ func (c *apiClient) metric(t *testing.T, name string) float64 {
 	}
 	t.Fatalf("metric %s not found", name)
 	return 0
+}
+
+// metricTotal sums every series of a metric family (0 when there is none yet).
+func (c *apiClient) metricTotal(t *testing.T, name string) float64 {
+	t.Helper()
+	resp, err := c.http.Get(c.base + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var total float64
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscanf(line[strings.LastIndexByte(line, ' ')+1:], "%g", &v); err == nil {
+			total += v
+		}
+	}
+	return total
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -164,3 +164,43 @@ func TestDatabaseRestartLosesNothing(t *testing.T) {
 	o.mu.Unlock()
 	checkAllAnchored(t, newClient(addr), c.accepted)
 }
+
+// TestBrokerKilledWhileOperationsWaitLosesNothing kills a private RabbitMQ node with SIGKILL while
+// operations wait for a retry: batches that failed (their delay is kept in the op_queue rows)
+// and operation messages whose consumer failed (they wait in the broker's delay tiers, which
+// dead-letter at least once). After the node comes back, every accepted operation is anchored
+// exactly once.
+func TestBrokerKilledWhileOperationsWaitLosesNothing(t *testing.T) {
+	t.Parallel()
+	mq := servicetest.StartRabbitMQ(t)
+	addr := anchordtest.FreeAddr(t)
+	p := anchordtest.StartProcess(t, anchordtest.ProcessConfig{
+		Args: []string{"serve", "--host-url", addr, "--database-url", storetest.PostgresURL(t), "--mq-url", mq.URL(),
+			"--batch-writer-timeout", "200ms", "--mq-redelivery-initial-interval", "3s"},
+		Env:  []string{"ANCHORD_FAILPOINTS=batch-fail=3,opqueue-consume-fail=40"},
+		Addr: addr,
+	})
+	p.WaitHealthy(60 * time.Second)
+	c := newCrashClient(t)
+	c.setServer(addr)
+	api := newClient(addr)
+	for range 60 {
+		id, req, err := c.wallet.Create()
+		require.NoError(t, err)
+		code, body, err := api.post(req)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, code, string(body))
+		c.accepted[opKey{"create", id.Suffix, ""}]++
+	}
+	anchordtest.Eventually(t, time.Minute, 50*time.Millisecond, func() bool {
+		return api.metricTotal(t, "anchord_opqueue_nacked_total") > 0 &&
+			api.metricTotal(t, "anchord_pubsub_redelivered_total") > api.metricTotal(t, "anchord_pubsub_nacked_total")/2
+	}, "batches failed and operation messages wait for redelivery")
+	t.Logf("before the kill: %v operations in failed batches, %v operation messages rejected",
+		api.metricTotal(t, "anchord_opqueue_nacked_total"), api.metricTotal(t, "anchord_pubsub_nacked_total"))
+
+	mq.Kill()
+	mq.Start()
+	checkAllAnchored(t, api, c.accepted)
+	require.False(t, p.Exited(), "the instance rides out the broker's death:\n%s", p.Log())
+}

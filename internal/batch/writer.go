@@ -210,6 +210,9 @@ func (w *Writer) runOnce(ctx context.Context, reason string) (Result, error) {
 		return Result{}, nil
 	}
 	files, err := w.build(b, ops)
+	if err == nil {
+		err = failpoint.Err(failpoint.BatchFail)
+	}
 	if err != nil {
 		b.Nack(ctx, err)
 		return Result{}, err

@@ -6,9 +6,15 @@
 // e.g. ANCHORD_FAILPOINTS="batch-after-cas=3,observer-before-commit=1": the process sends itself
 // SIGKILL the third time it passes batch-after-cas, or the first time it passes
 // observer-before-commit. Off, Hit costs one load of a nil map.
+//
+// A point may instead fail: "batch-fail=3" makes Err return an error the first three times the
+// process passes batch-fail, so that tests can make a step fail (and be retried) without killing
+// the process.
 package failpoint
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -27,6 +33,10 @@ const (
 	BatchBeforeCommit    = "batch-before-commit"    // anchor written and batch acked inside the transaction
 	BatchAfterCommit     = "batch-after-commit"     // anchor committed, observer not yet told
 	ObserverBeforeCommit = "observer-before-commit" // index rows written inside the transaction
+
+	// Points that fail instead of killing (Err).
+	BatchFail          = "batch-fail"           // the batch writer fails before storing the files: the batch is Nack'd
+	OpQueueConsumeFail = "opqueue-consume-fail" // the operation consumer fails: the message goes to redelivery
 )
 
 var (
@@ -68,4 +78,27 @@ func Hit(name string) {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is delivered asynchronously; never continue past the point
 	}
+}
+
+// ErrInjected is returned by Err at an armed failing point.
+var ErrInjected = errors.New("failpoint: injected failure")
+
+// Err returns ErrInjected the first N times the process passes name when name=N is armed, and nil
+// otherwise.
+func Err(name string) error {
+	if armed == nil {
+		return nil
+	}
+	n, ok := armed[name]
+	if !ok {
+		return nil
+	}
+	mu.Lock()
+	hits[name]++
+	now := hits[name]
+	mu.Unlock()
+	if now <= n {
+		return fmt.Errorf("%s (%d of %d): %w", name, now, n, ErrInjected)
+	}
+	return nil
 }

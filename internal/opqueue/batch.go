@@ -155,7 +155,10 @@ func (b *Batch) Suffixes() []string {
 }
 
 // Nack records that the batch failed because of cause. Each operation is offered again after
-// its backoff; one that has now failed Redelivery.MaxAttempts batches is parked in dead_letters instead.
+// its backoff; one that has now failed Redelivery.MaxAttempts batches is parked in dead_letters
+// instead. In a cluster too the operation stays in this instance's row while it waits — the
+// delay lives in the database, not in a broker queue — so a broker crash cannot lose it, and
+// if this instance dies the op-queue monitor reposts it.
 // If the failure cannot even be recorded (the database is down), the operations stay queued
 // in memory with the backoff, and their rows are untouched, so nothing is lost either way.
 func (b *Batch) Nack(ctx context.Context, cause error) {
@@ -176,9 +179,6 @@ func (b *Batch) Nack(ctx context.Context, cause error) {
 		} else {
 			retry = append(retry, &next)
 		}
-	}
-	if b.q.repostFunc != nil && len(retry) > 0 {
-		retry = b.q.repost(ctx, retry)
 	}
 	err := b.q.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
 		for _, op := range retry {
@@ -222,8 +222,8 @@ func (b *Batch) Park(ctx context.Context, opID string, reason string) error {
 	return nil
 }
 
-// repost hands failed operations to RepostFunc (cluster mode) and deletes their rows here; it
-// returns the operations that must instead be retried locally (the repost or the delete failed).
+// repost hands operations to repostFunc (a cluster instance giving back what it holds at
+// shutdown) and deletes their rows here; it returns the operations that could not be reposted.
 // An operation whose delete fails after a successful repost exists twice for a while; the
 // consumer's upsert by operation id makes the second copy the same row.
 func (q *Queue) repost(ctx context.Context, ops []*Op) []*Op {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/anchord/anchord/internal/failpoint"
 	"github.com/anchord/anchord/internal/loop"
 	"github.com/anchord/anchord/internal/pubsub"
 	"github.com/anchord/anchord/internal/store"
@@ -53,7 +54,8 @@ type Broker struct {
 
 // NewCluster returns the operation queue of a cluster instance and the Broker that connects it
 // to the operation topic. The queue's Acks are fenced by the instance's task entry, anchored
-// operations are recorded against duplicates, and its Nacks repost through the Broker.
+// operations are recorded against duplicates, and what it holds at shutdown is reposted through
+// the Broker.
 func NewCluster(cfg Config, bcfg BrokerConfig, st store.Store, ps pubsub.PubSub) (*Broker, error) {
 	q, err := New(cfg, st)
 	if err != nil {
@@ -118,6 +120,9 @@ func (b *Broker) Consume(ctx context.Context) error {
 }
 
 func (b *Broker) handle(ctx context.Context, msg *pubsub.Message) error {
+	if err := failpoint.Err(failpoint.OpQueueConsumeFail); err != nil {
+		return err
+	}
 	var e envelope
 	if err := json.Unmarshal(msg.Body, &e); err != nil || len(e.Ops) == 0 {
 		return pubsub.Permanent(fmt.Errorf("malformed operation message %s", msg.ID))

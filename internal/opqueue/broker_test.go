@@ -23,6 +23,7 @@ type node struct {
 	id     string
 	q      *Queue
 	b      *Broker
+	ps     *countingPubSub
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -31,14 +32,15 @@ func startNode(t *testing.T, st store.Store, broker *mempubsub.Broker, id string
 	t.Helper()
 	ps, err := mempubsub.New(mempubsub.Config{Broker: broker, Redelivery: pubsub.RedeliveryConfig{MaxAttempts: 3, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond}})
 	require.NoError(t, err)
+	counting := &countingPubSub{PubSub: ps}
 	b, err := NewCluster(
 		Config{InstanceID: id, Redelivery: pubsub.RedeliveryConfig{MaxAttempts: 5, InitialInterval: 20 * time.Millisecond, MaxInterval: 20 * time.Millisecond}, Logger: anchordtest.Logger(t)},
-		BrokerConfig{PoolSize: 2, TaskMonitorInterval: 20 * time.Millisecond, Logger: anchordtest.Logger(t)}, st, &countingPubSub{PubSub: ps})
+		BrokerConfig{PoolSize: 2, TaskMonitorInterval: 20 * time.Millisecond, Logger: anchordtest.Logger(t)}, st, counting)
 	require.NoError(t, err)
 	q := b.Queue()
 	require.NoError(t, b.Register(context.Background()))
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &node{id: id, q: q, b: b, cancel: cancel, done: make(chan error, 1)}
+	n := &node{id: id, q: q, b: b, ps: counting, cancel: cancel, done: make(chan error, 1)}
 	go func() {
 		var wg sync.WaitGroup
 		wg.Go(func() { _ = q.Run(ctx) })
@@ -162,7 +164,7 @@ func TestChunksKeepMessagesBounded(t *testing.T) {
 	require.Empty(t, chunks(nil))
 }
 
-func TestClusterNackRepostsForAnyInstance(t *testing.T) {
+func TestClusterNackKeepsTheOperationInTheDatabase(t *testing.T) {
 	t.Parallel()
 	st := storetest.Open(t, storetest.PostgresOpener(t))
 	broker := mempubsub.NewBroker(pubsub.Topics...)
@@ -170,18 +172,31 @@ func TestClusterNackRepostsForAnyInstance(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, a.b.Add(ctx, opFor(1)))
 	anchordtest.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return a.q.Len() == 1 })
-	a.stop() // a no longer consumes; b will
+	published := a.ps.operationMessages.Load()
 
-	b := startNode(t, st, broker, "b", true)
 	batch := a.q.Remove(10)
 	batch.Nack(ctx, fmt.Errorf("ledger unavailable"))
-	require.Zero(t, a.q.Backlog(), "a gave the operation away")
-	require.Empty(t, rows(t, st, "a"))
-	anchordtest.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return b.q.Len() == 1 })
-	r := rows(t, st, "b")
+	require.Equal(t, published, a.ps.operationMessages.Load(), "nothing waits in the broker")
+	require.Equal(t, 1, a.q.Backlog(), "a keeps the operation until its backoff ends")
+	r := rows(t, st, "a")
 	require.Len(t, r, 1)
-	require.Equal(t, 1, r[0].Attempts, "the failure count travels with the operation")
+	require.Equal(t, 1, r[0].Attempts)
 	require.Contains(t, r[0].History[0], "ledger unavailable")
+	require.True(t, r[0].AvailableAt.After(r[0].EnqueuedAt), "the delay is recorded in the row")
+
+	// If a dies now, the op-queue monitor reposts the row, failure count included.
+	a.stop()
+	require.NoError(t, st.OpQueueTaskDelete(ctx, "a"))
+	b := startNode(t, st, broker, "b", true)
+	mon, err := NewMonitor(MonitorConfig{InstanceID: "b", Logger: anchordtest.Logger(t)}, st, b.b)
+	require.NoError(t, err)
+	res, err := mon.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Reposted)
+	anchordtest.Eventually(t, 10*time.Second, 5*time.Millisecond, func() bool { return b.q.Len() == 1 })
+	r = rows(t, st, "b")
+	require.Len(t, r, 1)
+	require.Equal(t, 2, r[0].Attempts, "the failure and the death both count")
 }
 
 func TestTakeOverFencesTheSlowInstance(t *testing.T) {

@@ -8,9 +8,10 @@
 //   - Remove hands out a Batch. Its operations stay in op_queue until Batch.Ack deletes them
 //     inside the transaction that records the anchor; if that transaction does not commit, the
 //     operations are still queued.
-//   - Batch.Nack records the failure and makes the operations available again after
+//   - Batch.Nack records the failure in the operation's row and makes it available again after
 //     Backoff(attempts); after MaxAttempts failed batches an operation is parked in dead_letters
-//     with its history, in the same transaction that deletes its row. Nothing is dropped.
+//     with its history, in the same transaction that deletes its row. Nothing is dropped, and in
+//     a cluster nothing waits only inside the broker: the delay lives in the row.
 //
 // Rows are owned by an instance (instance_id). Ack and Nack are fenced by that owner: if the rows
 // were handed to another instance meanwhile, Ack fails with store.ErrLeaseLost and the anchor

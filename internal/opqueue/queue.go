@@ -90,8 +90,8 @@ type Queue struct {
 	// drops already anchored copies before batching: a message can be delivered twice.
 	// Embedded, intake's checks already refuse a second copy.
 	dedup bool
-	// repostFunc makes Nack repost failed operations (a delayed publish to the operation topic,
-	// so any instance can take them) instead of retrying them here.
+	// repostFunc publishes operations to the operation topic for any instance to take: what
+	// the instance still holds when it stops (Broker.GiveBack).
 	repostFunc func(ctx context.Context, ops []Op, delay time.Duration) error
 
 	addCh   chan addReq

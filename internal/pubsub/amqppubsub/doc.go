@@ -9,7 +9,7 @@
 //
 //	topic T             queue <prefix>.T            DLX → <prefix>.redelivery
 //	redelivery          queue <prefix>.redelivery   consumed by Run (the router)
-//	wait tier of d      queue <prefix>.wait.<d>ms   x-message-ttl d, DLX → <prefix>.redelivery
+//	wait tier of d      queue <prefix>.delay.<d>ms  quorum, x-message-ttl d, at-least-once DLX → <prefix>.redelivery
 //	parked              queue <prefix>.parked       consumed by Run when a ParkFunc is set
 //
 // A message published to topic T is routed to <prefix>.T with mandatory set and publisher
@@ -36,8 +36,10 @@
 //     expires the queue dead-letters it back to the router, which forwards it to its topic.
 //
 // Every step publishes a copy with confirms and acks the original only then, so a crash between
-// the two duplicates a message and never loses one (classic-queue dead-lettering itself is
-// at-most-once; we use it only as the fallback).
+// the two duplicates a message and never loses one. The one step that is the broker's own, a
+// wait tier's expiry, is at-least-once too: the tiers are quorum queues with the at-least-once
+// dead-letter strategy (classic-queue dead-lettering is at-most-once; we use it only as the
+// fallback of a failed failure report).
 //
 // # Wait tiers
 //

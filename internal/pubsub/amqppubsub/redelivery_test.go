@@ -40,7 +40,7 @@ func TestRouterNext(t *testing.T) {
 		t.Parallel()
 		q, _, pub := r.next(delivery(amqp.Table{hdrTopic: pubsub.TopicDID, hdrAttempt: int32(3), hdrFailure: "e3",
 			hdrHistory: []any{"one", "two"}}), now)
-		require.Equal(t, "p.wait.200ms", q) // Delay(3) = 200 ms
+		require.Equal(t, "p.delay.200ms", q) // Delay(3) = 200 ms
 		require.EqualValues(t, 4, pub.Headers[hdrAttempt])
 		require.Equal(t, stageWait, pub.Headers[hdrStage])
 		require.Equal(t, now.Add(200*time.Millisecond).UnixMilli(), pub.Headers[hdrDeliverAt])
@@ -84,7 +84,7 @@ func TestRouterNext(t *testing.T) {
 		t.Parallel()
 		q, _, pub := r.next(delivery(amqp.Table{hdrTopic: pubsub.TopicDID, hdrStage: stageWait,
 			hdrDeliverAt: now.Add(700 * time.Millisecond).UnixMilli()}), now)
-		require.Equal(t, "p.wait.300ms", q)
+		require.Equal(t, "p.delay.300ms", q)
 		require.Equal(t, stageWait, pub.Headers[hdrStage])
 	})
 	t.Run("unknown topic parks", func(t *testing.T) {

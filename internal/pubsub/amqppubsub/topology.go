@@ -84,9 +84,11 @@ func (t *topology) tierFor(remaining time.Duration) time.Duration {
 	return best
 }
 
-// waitQueue names the wait queue of a tier.
+// waitQueue names the wait queue of a tier. The ".delay." infix marks the quorum tiers with
+// at-least-once dead-lettering; older classic tiers were named ".wait." and, once empty, can be
+// deleted by hand.
 func (t *topology) waitQueue(tier time.Duration) string {
-	return fmt.Sprintf("%s.wait.%dms", t.exchange, tier.Milliseconds())
+	return fmt.Sprintf("%s.delay.%dms", t.exchange, tier.Milliseconds())
 }
 
 // topicOf maps a queue name back to its topic.
@@ -148,7 +150,18 @@ func (t *topology) declare(ch *amqp.Channel) error {
 		}{t.queues[topic], t.queueArgs(toRedelivery)})
 	}
 	for _, d := range t.tiers {
-		args := t.queueArgs(toRedelivery)
+		// A message leaves a wait tier only by dead-lettering when its TTL expires. Classic
+		// queues dead-letter at most once, so a broker crash at that moment could lose it;
+		// quorum queues with the at-least-once strategy keep the message until the target
+		// queue confirmed it (which requires reject-publish overflow). So the tiers are quorum
+		// queues whatever the topic queues are.
+		args := amqp.Table{
+			"x-queue-type":              string(QueueQuorum),
+			"x-dead-letter-strategy":    "at-least-once",
+			"x-overflow":                "reject-publish",
+			"x-dead-letter-exchange":    t.exchange,
+			"x-dead-letter-routing-key": t.redelivery,
+		}
 		args["x-message-ttl"] = d.Milliseconds()
 		queues = append(queues, struct {
 			name string

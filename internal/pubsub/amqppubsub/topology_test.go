@@ -75,7 +75,7 @@ func TestQueueNames(t *testing.T) {
 	topo := newTopology(Config{Prefix: "p", Topics: []string{"a"},
 		Redelivery: pubsub.RedeliveryConfig{MaxAttempts: 3, InitialInterval: time.Second, Multiplier: 2, MaxInterval: time.Minute},
 	}.withDefaults())
-	require.Equal(t, []string{"p.a", "p.parked", "p.redelivery", "p.wait.1000ms"}, topo.queueNames())
+	require.Equal(t, []string{"p.a", "p.delay.1000ms", "p.parked", "p.redelivery"}, topo.queueNames())
 	topic, ok := topo.topicOf("p.a")
 	require.True(t, ok)
 	require.Equal(t, "a", topic)
