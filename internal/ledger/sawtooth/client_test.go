@@ -11,8 +11,8 @@ import (
 	"github.com/anchord/anchord/internal/devledger"
 	"github.com/anchord/anchord/internal/devledger/devledgertest"
 	"github.com/anchord/anchord/internal/ledger"
-	"github.com/anchord/anchord/internal/ledgertest"
 	"github.com/anchord/anchord/internal/ledger/sawtooth"
+	"github.com/anchord/anchord/internal/ledgertest"
 )
 
 func newClient(tb testing.TB, url string, timeout time.Duration) *sawtooth.Client {

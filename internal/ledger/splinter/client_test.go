@@ -10,9 +10,9 @@ import (
 	"github.com/anchord/anchord/internal/devledger"
 	"github.com/anchord/anchord/internal/devledger/devledgertest"
 	"github.com/anchord/anchord/internal/ledger"
-	"github.com/anchord/anchord/internal/ledgertest"
 	"github.com/anchord/anchord/internal/ledger/sawtooth"
 	"github.com/anchord/anchord/internal/ledger/splinter"
+	"github.com/anchord/anchord/internal/ledgertest"
 )
 
 const serviceID = "AbCdE-01234::a000"
