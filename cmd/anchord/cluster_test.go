@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/anchord/anchord/internal/anchordtest"
 	"github.com/anchord/anchord/internal/pubsub/amqppubsub"
 	"github.com/anchord/anchord/internal/sidetree"
+	"github.com/anchord/anchord/internal/sidetree/wallet"
 	"github.com/anchord/anchord/internal/store/storetest"
 )
 
@@ -53,7 +55,18 @@ type testCluster struct {
 	prefix string
 }
 
+// fastTiming makes the cluster tests' take-overs quick; TestClusterRecoversAKilledInstance runs
+// on the defaults instead.
+var fastTiming = []string{"--op-queue-task-monitor-interval", "1s", "--op-queue-task-expiration", "5s", "--task-manager-check-interval", "1s"}
+
 func startCluster(t *testing.T, n int, extra ...string) *testCluster {
+	t.Helper()
+	return newCluster(t, make([][]string, n), append(slices.Clone(fastTiming), extra...)...)
+}
+
+// newCluster starts one instance per entry of env (with those environment variables), each with
+// the common arguments and args.
+func newCluster(t *testing.T, env [][]string, args ...string) *testCluster {
 	t.Helper()
 	amqpURL := anchordtest.AMQPURL(t)
 	c := &testCluster{dbURL: storetest.PostgresURL(t), prefix: randomPrefix(t)}
@@ -63,13 +76,12 @@ func startCluster(t *testing.T, n int, extra ...string) *testCluster {
 			t.Logf("remove RabbitMQ topology %s: %v", c.prefix, err)
 		}
 	})
-	for range n {
+	for _, e := range env {
 		addr := anchordtest.FreeAddr(t)
-		node := &clusterNode{t: t, addr: addr, args: append([]string{
+		node := &clusterNode{t: t, addr: addr, env: e, args: append([]string{
 			"serve", "--host-url", addr, "--database-url", c.dbURL, "--mq-url", amqpURL, "--mq-prefix", c.prefix,
-			"--batch-writer-timeout", "300ms", "--op-queue-task-monitor-interval", "1s", "--op-queue-task-expiration", "5s",
-			"--task-manager-check-interval", "1s",
-		}, extra...)}
+			"--batch-writer-timeout", "300ms",
+		}, args...)}
 		node.start()
 		c.nodes = append(c.nodes, node)
 	}
@@ -380,4 +392,125 @@ func TestClusterGracefulStopGivesOperationsBack(t *testing.T) {
 	took := time.Since(stopped)
 	require.Less(t, took, 2*time.Minute, "nothing waited for the task entry to expire")
 	t.Logf("30 operations handed over and anchored %s after SIGTERM (task expiration 2m)", took.Round(time.Millisecond))
+}
+
+// TestClusterOnePendingOperationPerDID sends 50 different updates of one DID at once, half to
+// each of two instances: exactly one is accepted (the others get operation_pending, whichever
+// instance they reached), only that one is anchored, and once it is indexed the DID takes the
+// next update.
+func TestClusterOnePendingOperationPerDID(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 2)
+	w := wallet.New(wallet.Config{})
+	id, create, err := w.Create()
+	require.NoError(t, err)
+	api := []*apiClient{newClient(c.nodes[0].addr), newClient(c.nodes[1].addr)}
+	code, body, err := api[0].post(create)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code, string(body))
+	published := func(cl *apiClient, want string) func() bool {
+		return func() bool {
+			code, body, err := cl.resolve(id.DID())
+			return err == nil && code == http.StatusOK && strings.Contains(string(body), want)
+		}
+	}
+	anchordtest.Eventually(t, time.Minute, 50*time.Millisecond, published(api[1], `"published":true`), "the create is published")
+
+	const n = 50
+	updates := make([][]byte, n)
+	after := make([]*wallet.Identity, n) // the identity as each update would leave it
+	for i := range updates {
+		cp := *id // every update reveals the same current key and commits to a different next one
+		updates[i], err = w.Update(&cp)
+		require.NoError(t, err)
+		after[i] = &cp
+	}
+	codes := make([]int, n)
+	bodies := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range updates {
+		wg.Go(func() {
+			code, body, err := api[i%2].post(updates[i])
+			if err != nil {
+				t.Errorf("update %d: %v", i, err)
+			}
+			codes[i], bodies[i] = code, string(body)
+		})
+	}
+	wg.Wait()
+	winner := -1
+	for i, code := range codes {
+		if code == http.StatusOK {
+			require.Equal(t, -1, winner, "a second update was accepted: %d and %d; answers %v", winner, i, codes)
+			winner = i
+			continue
+		}
+		require.Equal(t, http.StatusBadRequest, code, "update %d: %s", i, bodies[i])
+		require.Contains(t, bodies[i], "operation_pending")
+	}
+	require.NotEqual(t, -1, winner, "one update is accepted")
+
+	// Only the winner is anchored; then the DID is free for the next update.
+	anchordtest.Eventually(t, time.Minute, 50*time.Millisecond, func() bool {
+		updatesAnchored := 0
+		for _, op := range api[0].anchoredOperations(t, sidetree.DefaultProfile()) {
+			if op.Suffix == id.Suffix && op.Type == sidetree.OperationUpdate {
+				updatesAnchored++
+			}
+		}
+		return updatesAnchored == 1
+	}, "the accepted update is anchored")
+	for _, op := range api[0].anchoredOperations(t, sidetree.DefaultProfile()) {
+		if op.Suffix == id.Suffix && op.Type == sidetree.OperationUpdate {
+			require.Equal(t, updates[winner], op.Request, "the anchored update is the accepted one")
+		}
+	}
+	next, err := w.Update(after[winner])
+	require.NoError(t, err)
+	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
+		code, _, err := api[1].post(next)
+		return err == nil && code == http.StatusOK
+	}, "the next update is accepted once the first is indexed")
+}
+
+// TestClusterRecoversAKilledInstance measures, with the default timing, the time from the
+// SIGKILL of an instance to the moment the last of the operations it held is anchored by the
+// others; it must stay within 30 s. The victim cannot anchor (its batches fail), so it holds
+// every operation its consumer took.
+func TestClusterRecoversAKilledInstance(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, [][]string{{"ANCHORD_FAILPOINTS=batch-fail=1000000"}, nil, nil})
+	victim := c.nodes[0]
+	w := wallet.New(wallet.Config{})
+	var accepted []string
+	for i := range 300 {
+		id, req, err := w.Create()
+		require.NoError(t, err)
+		code, body, err := newClient(c.nodes[1+i%2].addr).post(req)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, code, string(body))
+		accepted = append(accepted, id.Suffix)
+	}
+	api := newClient(c.nodes[1].addr)
+	held := 0.0
+	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
+		held = newClient(victim.addr).metricTotal(t, "anchord_opqueue_length")
+		return held > 0 && len(api.anchoredOperations(t, sidetree.DefaultProfile()))+int(held) == len(accepted)
+	}, "the victim holds its share and the others anchored theirs")
+
+	victim.process().Kill()
+	killed := time.Now()
+	anchordtest.Eventually(t, time.Minute, 200*time.Millisecond, func() bool {
+		return len(api.anchoredOperations(t, sidetree.DefaultProfile())) == len(accepted)
+	}, "every operation of the killed instance is anchored by the others")
+	took := time.Since(killed)
+	t.Logf("SIGKILL of an instance holding %.0f operations to the last of them anchored elsewhere: %s", held, took.Round(100*time.Millisecond))
+	require.LessOrEqual(t, took, 30*time.Second)
+	counts := map[string]int{}
+	for _, op := range api.anchoredOperations(t, sidetree.DefaultProfile()) {
+		counts[op.Suffix]++
+	}
+	for _, s := range accepted {
+		require.Equal(t, 1, counts[s], "%s anchored once", s)
+	}
 }

@@ -18,8 +18,10 @@ const clusterObserverPoll = 5 * time.Second
 // are announced on the anchor topic, and the op-queue monitor (one instance at a time, under a
 // task permit) reposts the operations of instances presumed dead.
 func cluster(ctx context.Context, c *core) error {
-	pending := intake.NewPending(0)
-	broker, err := opqueue.NewCluster(c.queueConfig(pending), opqueue.BrokerConfig{
+	// Reservations live in the database, so one pending operation per DID holds across every
+	// instance; a parked operation frees its DID there.
+	pending := intake.NewSharedPending(c.st, 0, c.log("intake"))
+	broker, err := opqueue.NewCluster(c.queueConfig(nil), opqueue.BrokerConfig{
 		PoolSize: c.cfg.MQOpQueuePool, TaskMonitorInterval: c.cfg.OpQueueTaskMonitorInterval, Logger: c.log("opqueue-broker"),
 	}, c.st, c.ps)
 	if err != nil {
@@ -44,7 +46,8 @@ func cluster(ctx context.Context, c *core) error {
 		return err
 	}
 	obs, err := c.writePath(writeParts{
-		queue: queue, intake: broker, restore: broker.Restore, pending: pending, backend: backend,
+		queue: queue, intake: broker, restore: broker.Restore, backend: backend,
+		reservations: pending, releaseTx: pending.ReleaseTx,
 		announcer: c.ps, observerPoll: clusterObserverPoll,
 	})
 	if err != nil {

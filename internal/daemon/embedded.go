@@ -25,7 +25,7 @@ const embeddedObserverPoll = time.Second
 // anchored but unindexed operation is validated against stale state.
 func embedded(ctx context.Context, c *core) error {
 	pending := intake.NewPending(0)
-	queue, err := opqueue.New(c.queueConfig(pending), c.st)
+	queue, err := opqueue.New(c.queueConfig(pending.Release), c.st)
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,8 @@ func embedded(ctx context.Context, c *core) error {
 		return err
 	}
 	obs, err := c.writePath(writeParts{
-		queue: queue, intake: queue, restore: queue.Restore, pending: pending, backend: backend,
+		queue: queue, intake: queue, restore: queue.Restore, backend: backend,
+		reservations: pending, release: pending.Release,
 		known: known, observerPoll: embeddedObserverPoll,
 	})
 	if err != nil {
@@ -62,10 +63,11 @@ func embedded(ctx context.Context, c *core) error {
 	return nil
 }
 
-// queueConfig is the operation queue's configuration; parked operations release their DIDs.
-func (c *core) queueConfig(pending *intake.Pending) opqueue.Config {
+// queueConfig is the operation queue's configuration; release, if set, is told the DIDs of
+// parked operations.
+func (c *core) queueConfig(release func(suffixes []string)) opqueue.Config {
 	return opqueue.Config{
 		InstanceID: c.instanceID, MaxBacklog: c.cfg.OpQueueMaxBacklog, Lifespan: c.cfg.OpQueueOperationLifespan,
-		Redelivery: c.cfg.Redelivery(), ReleaseFunc: pending.Release, Logger: c.log("opqueue"), Registerer: c.reg,
+		Redelivery: c.cfg.Redelivery(), ReleaseFunc: release, Logger: c.log("opqueue"), Registerer: c.reg,
 	}
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"time"
 
 	"github.com/anchord/anchord/internal/anchor"
@@ -13,6 +14,7 @@ import (
 	"github.com/anchord/anchord/internal/opqueue"
 	"github.com/anchord/anchord/internal/pubsub"
 	"github.com/anchord/anchord/internal/sidetree/batchfile"
+	"github.com/anchord/anchord/internal/store"
 )
 
 // writeParts are what an embedded and a cluster instance build differently; writePath builds
@@ -24,8 +26,12 @@ type writeParts struct {
 	intake intake.Queue
 	// restore is how a retried dead letter goes back.
 	restore deadletter.RequeueFunc
-	pending *intake.Pending
-	backend anchor.Backend
+	// reservations hold one pending operation per DID; the observer ends them with release
+	// (in memory, after the index commits) or releaseTx (in the database, inside it).
+	reservations intake.Reservations
+	release      func(suffixes []string)
+	releaseTx    func(ctx context.Context, tx store.Executor, ops []store.DIDOperation) error
+	backend      anchor.Backend
 	// Observer settings: see observer.Config.
 	known        *observer.Known
 	announcer    pubsub.Publisher
@@ -38,7 +44,7 @@ type writeParts struct {
 func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 	resolver := observer.NewResolver(c.profile, c.st, p.known)
 	obs, err := observer.New(observer.Config{
-		Profile: c.profile, Limits: c.limits, PollInterval: p.observerPoll, ReleaseFunc: p.pending.Release,
+		Profile: c.profile, Limits: c.limits, PollInterval: p.observerPoll, ReleaseFunc: p.release, ReleaseTxFunc: p.releaseTx,
 		Known: p.known, Resolver: resolver, Announcer: p.announcer, Logger: c.log("observer"), Registerer: c.reg,
 	}, c.st, c.cas.FetchFunc)
 	if err != nil {
@@ -55,12 +61,12 @@ func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := intake.New(intake.Config{Profile: c.profile, Logger: c.log("intake"), Registerer: c.reg}, p.intake, resolver.StateVersion, p.pending)
+	in, err := intake.New(intake.Config{Profile: c.profile, Logger: c.log("intake"), Registerer: c.reg}, p.intake, resolver.StateVersion, p.reservations)
 	if err != nil {
 		return nil, err
 	}
 	dead := deadletter.New(deadletter.Config{Profile: c.profile, Logger: c.log("deadletter")},
-		c.st, p.restore, in.Reserve, p.pending.Release, c.ps)
+		c.st, p.restore, in, c.ps)
 
 	// The observer stops with the consumers: an anchor it has not indexed yet is indexed at the
 	// next start, or by another instance.

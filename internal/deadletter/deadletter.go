@@ -36,11 +36,14 @@ var (
 // (opqueue.Queue.Restore in embedded mode).
 type RequeueFunc func(ctx context.Context, ops []opqueue.NewOp, also func(ctx context.Context, tx store.Executor) error) error
 
-// ReserveFunc marks a DID as having a pending operation; false if it already has one.
-type ReserveFunc func(ctx context.Context, suffix string) bool
-
-// ReleaseFunc clears pending DIDs.
-type ReleaseFunc func(suffixes []string)
+// Reserver holds a DID for the operation of a retried dead letter, as intake does for a new one
+// (intake.Service).
+type Reserver interface {
+	// Reserve holds suffix for opID; false if the DID already has an operation pending.
+	Reserve(ctx context.Context, suffix, opID string) bool
+	// Unreserve ends opID's reservation of suffix.
+	Unreserve(ctx context.Context, suffix, opID string)
+}
 
 // Config configures a Service.
 type Config struct {
@@ -53,18 +56,17 @@ type Service struct {
 	cfg       Config
 	st        store.Store
 	requeue   RequeueFunc
-	reserve   ReserveFunc
-	release   ReleaseFunc
+	reserver  Reserver
 	publisher pubsub.Publisher
 }
 
 // New returns a Service. publisher may be nil when no broker is configured (message dead
 // letters then cannot exist).
-func New(cfg Config, st store.Store, requeue RequeueFunc, reserve ReserveFunc, release ReleaseFunc, publisher pubsub.Publisher) *Service {
+func New(cfg Config, st store.Store, requeue RequeueFunc, reserver Reserver, publisher pubsub.Publisher) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, st: st, requeue: requeue, reserve: reserve, release: release, publisher: publisher}
+	return &Service{cfg: cfg, st: st, requeue: requeue, reserver: reserver, publisher: publisher}
 }
 
 // List pages through dead letters.
@@ -101,13 +103,13 @@ func (s *Service) retryOperation(ctx context.Context, d store.DeadLetter) error 
 	if err != nil {
 		return fmt.Errorf("%w: stored operation no longer valid: %w", ErrNotRetryable, err)
 	}
-	if !s.reserve(ctx, op.Suffix) {
+	if !s.reserver.Reserve(ctx, op.Suffix, d.Ref) {
 		return fmt.Errorf("%w: DID %s has an operation pending", ErrBusy, op.Suffix)
 	}
 	err = s.requeue(ctx, []opqueue.NewOp{{OpID: d.Ref, Suffix: op.Suffix, Type: string(op.Type), Request: op.Request, Parsed: op}},
 		func(ctx context.Context, tx store.Executor) error { return tx.DeadLetterDelete(ctx, d.ID) })
 	if err != nil {
-		s.release([]string{op.Suffix})
+		s.reserver.Unreserve(context.WithoutCancel(ctx), op.Suffix, d.Ref)
 		return err
 	}
 	return nil

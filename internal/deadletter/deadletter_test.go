@@ -44,10 +44,15 @@ func setup(t *testing.T, st store.Store) *testBundle {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ps.Close() })
 	pending := intake.NewPending(0)
-	reserve := func(_ context.Context, s string) bool { return pending.Reserve(s, 0) }
-	svc := New(Config{Profile: sidetree.DefaultProfile(), Logger: anchordtest.Logger(t)}, st, q.Restore, reserve, pending.Release, ps)
+	svc := New(Config{Profile: sidetree.DefaultProfile(), Logger: anchordtest.Logger(t)}, st, q.Restore, pendingReserver{pending}, ps)
 	return &testBundle{st: st, q: q, pending: pending, ps: ps, svc: svc}
 }
+
+// pendingReserver reserves in memory against no particular history version.
+type pendingReserver struct{ p *intake.Pending }
+
+func (r pendingReserver) Reserve(_ context.Context, suffix, _ string) bool { return r.p.Reserve(suffix, 0) }
+func (r pendingReserver) Unreserve(_ context.Context, suffix, _ string) { r.p.Release([]string{suffix}) }
 
 func TestRetryOperationRequeuesAndDeletesTheRecord(t *testing.T) {
 	t.Parallel()

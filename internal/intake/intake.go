@@ -35,17 +35,27 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
+// Reservations hold each DID for its one pending operation: *Pending in memory (embedded, one
+// process), *SharedPending in the database (a cluster, where any instance may take a request).
+type Reservations interface {
+	// Hold reserves suffix for operation opID, checked against history version; false while
+	// another operation holds it.
+	Hold(ctx context.Context, suffix string, version uint64, opID string) (bool, error)
+	// Drop ends opID's reservation of suffix (the operation was not accepted after all).
+	Drop(ctx context.Context, suffix, opID string)
+}
+
 // Service accepts operations.
 type Service struct {
 	cfg     Config
 	q       Queue
 	state   StateFunc
-	pending *Pending
+	pending Reservations
 	m       *metrics
 }
 
 // New returns a Service.
-func New(cfg Config, q Queue, state StateFunc, pending *Pending) (*Service, error) {
+func New(cfg Config, q Queue, state StateFunc, pending Reservations) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -72,32 +82,46 @@ func (s *Service) Submit(ctx context.Context, body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: read DID state: %w", ErrRetryLater, err)
 	}
-	if !s.pending.Reserve(op.Suffix, version) {
+	opID := opqueue.OpIDOf(op.Request)
+	held, err := s.pending.Hold(ctx, op.Suffix, version, opID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reserve DID: %w", ErrRetryLater, err)
+	}
+	if !held {
 		s.m.rejected.WithLabelValues(string(CodeOperationPending)).Inc()
 		return nil, sidetree.Errorf(CodeOperationPending, "DID %s already has an operation pending; retry after it is anchored", op.Suffix)
 	}
-	resp, err := s.accept(ctx, op, st)
+	resp, err := s.accept(ctx, op, st, opID)
 	if err != nil {
-		s.pending.Release([]string{op.Suffix})
+		s.pending.Drop(context.WithoutCancel(ctx), op.Suffix, opID)
 		return nil, err
 	}
 	s.m.accepted.WithLabelValues(string(op.Type)).Inc()
 	return resp, nil
 }
 
-// Reserve marks suffix as having an operation pending for one that bypasses Submit (a retried
-// dead letter): false if the DID already has one, or its state cannot be read.
-func (s *Service) Reserve(ctx context.Context, suffix string) bool {
+// Reserve holds suffix for operation opID when it bypasses Submit (a retried dead letter): false
+// if the DID already has an operation pending, or its state cannot be read.
+func (s *Service) Reserve(ctx context.Context, suffix, opID string) bool {
 	_, version, err := s.state(ctx, suffix)
-	return err == nil && s.pending.Reserve(suffix, version)
+	if err != nil {
+		return false
+	}
+	held, err := s.pending.Hold(ctx, suffix, version, opID)
+	return err == nil && held
 }
 
-func (s *Service) accept(ctx context.Context, op *sidetree.Operation, st *sidetree.State) ([]byte, error) {
+// Unreserve ends opID's reservation of suffix (the retry did not go through).
+func (s *Service) Unreserve(ctx context.Context, suffix, opID string) {
+	s.pending.Drop(ctx, suffix, opID)
+}
+
+func (s *Service) accept(ctx context.Context, op *sidetree.Operation, st *sidetree.State, opID string) ([]byte, error) {
 	if err := st.Check(op); err != nil {
 		s.m.rejected.WithLabelValues(string(sidetree.CodeOf(err))).Inc()
 		return nil, err
 	}
-	if err := s.q.Add(ctx, opqueue.NewOp{Suffix: op.Suffix, Type: string(op.Type), Request: op.Request, Parsed: op}); err != nil {
+	if err := s.q.Add(ctx, opqueue.NewOp{OpID: opID, Suffix: op.Suffix, Type: string(op.Type), Request: op.Request, Parsed: op}); err != nil {
 		if errors.Is(err, opqueue.ErrPushback) {
 			s.m.rejected.WithLabelValues("backlog").Inc()
 		}

@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -71,6 +72,14 @@ func (p *Pending) Release(suffixes []string) {
 		delete(p.m, s)
 	}
 }
+
+// Hold implements Reservations: a reservation in this process's memory.
+func (p *Pending) Hold(_ context.Context, suffix string, version uint64, _ string) (bool, error) {
+	return p.Reserve(suffix, version), nil
+}
+
+// Drop implements Reservations.
+func (p *Pending) Drop(_ context.Context, suffix, _ string) { p.Release([]string{suffix}) }
 
 // Len returns the number of reservations (live or not yet noticed to have ended).
 func (p *Pending) Len() int {

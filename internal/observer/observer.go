@@ -40,6 +40,9 @@ type Config struct {
 	// Resolver, if set, is told of every suffix indexed, before and after the commit. With
 	// Known also set it then trusts its cached states without reading the index.
 	Resolver *Resolver
+	// ReleaseTxFunc, if set, runs in the transaction that indexes an anchor's operations: the
+	// cluster's DID reservations end there (intake.SharedPending.ReleaseTx).
+	ReleaseTxFunc func(ctx context.Context, tx store.Executor, ops []store.DIDOperation) error
 	// Announcer, if set, is the cluster's pub/sub: Anchored announces each completed anchor on
 	// the anchor topic to every instance's observer, instead of handing it to this one.
 	Announcer  pubsub.Publisher
@@ -247,6 +250,11 @@ func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) 
 		}
 		if err := tx.AnchorMarkObserved(ctx, a.Seq); err != nil {
 			return err
+		}
+		if o.cfg.ReleaseTxFunc != nil {
+			if err := o.cfg.ReleaseTxFunc(ctx, tx, ops); err != nil {
+				return err
+			}
 		}
 		failpoint.Hit(failpoint.ObserverBeforeCommit)
 		return nil

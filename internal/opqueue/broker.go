@@ -21,8 +21,9 @@ const (
 	// the group committer: each handler waits for a commit, so the pool bounds the commit size.
 	PoolSizeDefault = 64
 	// TaskMonitorIntervalDefault is op-queue-task-monitor-interval: how often the instance
-	// refreshes its task entry (and how often the monitor runs).
-	TaskMonitorIntervalDefault = 10 * time.Second
+	// refreshes its task entry (and how often the monitor runs). Orb uses 10 s; half of it,
+	// with TaskExpirationDefault, brings a dead instance's operations back within 30 s.
+	TaskMonitorIntervalDefault = 5 * time.Second
 )
 
 // BrokerConfig configures a Broker.

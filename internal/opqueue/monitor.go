@@ -17,8 +17,10 @@ import (
 // Defaults of MonitorConfig.
 const (
 	// TaskExpirationDefault is op-queue-task-expiration: an instance whose task entry is older
-	// is presumed dead (Orb's server default).
-	TaskExpirationDefault = time.Minute
+	// is presumed dead. Orb waits a minute; three missed refreshes are enough here, because a
+	// false presumption costs no operation: the instance is fenced, stops, and its operations
+	// are anchored by the others (docs/design/durability.md, link 6).
+	TaskExpirationDefault = 15 * time.Second
 	// MaxOpsToRepostDefault is op-queue-max-ops-to-repost, per run.
 	MaxOpsToRepostDefault = 10_000
 )

@@ -49,6 +49,7 @@ type Store interface {
 type Executor interface {
 	TaskExecutor
 	LedgerExecutor
+	PendingExecutor
 
 	// Now returns the database clock.
 	Now(ctx context.Context) (time.Time, error)

@@ -143,4 +143,53 @@ func exerciseAnchoredOps(t *testing.T, setup setupFunc) {
 		require.NoError(t, err)
 		require.Equal(t, map[string]bool{"op-1400": true}, got)
 	})
+
+	t.Run("DIDPendingAllowsOneOperationPerDID", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		ctx := context.Background()
+		reserve := func(suffix, opID string, ttl time.Duration) bool {
+			ok, err := s.DIDPendingReserve(ctx, store.DIDPendingParams{Suffix: suffix, OpID: opID, TTL: ttl})
+			require.NoError(t, err)
+			return ok
+		}
+		require.True(t, reserve("did-a", "op-1", time.Hour))
+		require.False(t, reserve("did-a", "op-2", time.Hour), "another operation's live reservation holds the DID")
+		require.True(t, reserve("did-a", "op-1", time.Hour), "the holder may reserve again (a retried request)")
+		require.True(t, reserve("did-b", "op-2", time.Hour), "other DIDs are free")
+
+		// Releasing with the wrong operation leaves the reservation; with the right one ends it.
+		require.NoError(t, s.DIDPendingRelease(ctx, []store.DIDPendingKey{{Suffix: "did-a", OpID: "op-9"}}))
+		require.False(t, reserve("did-a", "op-3", time.Hour))
+		require.NoError(t, s.DIDPendingRelease(ctx, []store.DIDPendingKey{{Suffix: "did-a", OpID: "op-1"}, {Suffix: "did-b", OpID: "op-2"}}))
+		require.True(t, reserve("did-a", "op-3", time.Hour))
+
+		// A reservation whose operation was parked, or that expired, is taken over.
+		_, err := s.DeadLetterInsert(ctx, store.DeadLetter{Kind: store.DeadLetterOperation, Ref: "op-3", Payload: []byte("{}"), Reason: "test"})
+		require.NoError(t, err)
+		require.True(t, reserve("did-a", "op-4", time.Hour), "op-3 was parked")
+		require.True(t, reserve("did-c", "op-5", time.Microsecond))
+		time.Sleep(2 * time.Millisecond) // the database clock must pass the expiry; nothing to signal
+		require.True(t, reserve("did-c", "op-6", time.Hour), "op-5's reservation expired")
+		require.False(t, reserve("did-c", "op-7", time.Hour))
+
+		// Concurrent reservations of one DID: exactly one wins.
+		wins := make(chan bool, 20)
+		for i := range 20 {
+			go func() {
+				ok, err := s.DIDPendingReserve(ctx, store.DIDPendingParams{Suffix: "did-d", OpID: fmt.Sprintf("race-%d", i), TTL: time.Hour})
+				if err != nil {
+					t.Errorf("reserve: %v", err)
+				}
+				wins <- ok
+			}()
+		}
+		won := 0
+		for range 20 {
+			if <-wins {
+				won++
+			}
+		}
+		require.Equal(t, 1, won)
+	})
 }
