@@ -17,6 +17,15 @@ import (
 // Orb refuses the document, so this package neither signs nor verifies it.
 var ErrUndefinedTerm = errors.New("document uses terms its contexts do not define")
 
+// Bounds on the RDF a document may produce before it is canonicalized.
+const (
+	maxQuads      = 1024
+	maxBlankNodes = 4
+)
+
+// ErrTooComplex is wrapped when a document's RDF exceeds the bounds canonicalization accepts.
+var ErrTooComplex = errors.New("document too complex to canonicalize")
+
 // canonicalize returns the URDNA2015 canonical N-Quads of doc, as Orb computes them, plus two
 // refusals Orb applies when it signs or parses strictly: a property that expands to nothing
 // (json-gold's safe mode) and an output line that is not a valid N-Quad both fail with
@@ -39,6 +48,9 @@ func canonicalize(doc map[string]any) ([]byte, error) {
 	rdf, ok := dataset.(*ld.RDFDataset)
 	if !ok {
 		return nil, fmt.Errorf("canonicalize: unexpected RDF result %T", dataset)
+	}
+	if err := checkDatasetSize(rdf); err != nil {
+		return nil, fmt.Errorf("canonicalize: %w", err)
 	}
 
 	norm := ld.NewJsonLdOptions("")
@@ -63,6 +75,32 @@ func canonicalize(doc map[string]any) ([]byte, error) {
 		}
 	}
 	return []byte(nquads), nil
+}
+
+// checkDatasetSize bounds the work URDNA2015 may do. Its cost grows with the factorial of the
+// number of blank nodes it cannot tell apart: on this machine a document whose blank nodes all
+// link to each other took 1.4 ms with 4 of them, 33 ms with 5, 3 s with 7 and 12.5 s with 8.
+// An anchor credential has one blank node and proof options none, so the limit is 4.
+func checkDatasetSize(rdf *ld.RDFDataset) error {
+	quads := 0
+	blank := make(map[string]struct{})
+	for _, graph := range rdf.Graphs {
+		quads += len(graph)
+		for _, q := range graph {
+			for _, n := range []ld.Node{q.Subject, q.Object, q.Graph} {
+				if n != nil && ld.IsBlankNode(n) {
+					blank[n.GetValue()] = struct{}{}
+				}
+			}
+		}
+	}
+	if quads > maxQuads {
+		return fmt.Errorf("%w: %d statements exceeds %d", ErrTooComplex, quads, maxQuads)
+	}
+	if len(blank) > maxBlankNodes {
+		return fmt.Errorf("%w: %d blank nodes exceeds %d", ErrTooComplex, len(blank), maxBlankNodes)
+	}
+	return nil
 }
 
 // checkCompaction fails when compacting doc against its own @context changes its shape, which

@@ -30,7 +30,9 @@
 //   - Nothing unsigned passes as signed: signing and verifying refuse a document with a member
 //     its contexts do not define (ErrUndefinedTerm), because URDNA2015 would silently drop it
 //     from the signed data. CheckStrict additionally applies Orb's own strict-parse rule.
-//   - Every size read is bounded: MaxDocumentSize bytes, maxDepth nesting, MaxProofs proofs.
+//   - Every size read is bounded: MaxDocumentSize bytes, maxDepth nesting, MaxProofs proofs,
+//     and, before URDNA2015 runs, maxQuads statements and maxBlankNodes blank nodes
+//     (ErrTooComplex), because its cost is factorial in indistinguishable blank nodes.
 //     Malformed input returns an error, never a panic.
 //   - A Credential is immutable; Sign and AddProof return new values.
 package vc
