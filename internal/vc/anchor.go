@@ -53,14 +53,15 @@ func NewAnchorCredential(p AnchorParams) (*Credential, error) {
 		profile = AnchorProfileDefault
 	}
 	var errs []error
-	for name, v := range map[string]string{"ID": p.ID, "Issuer": p.Issuer} {
-		if v == "" {
-			errs = append(errs, fmt.Errorf("%s missing", name))
-		}
+	if p.ID == "" {
+		errs = append(errs, errors.New("ID missing"))
 	}
-	for name, v := range map[string]string{"HRef": p.HRef, "Anchor": p.Anchor} {
-		if !strings.HasPrefix(v, hashlinkPrefix) || len(v) == len(hashlinkPrefix) {
-			errs = append(errs, fmt.Errorf("%s %q is not a hashlink", name, v))
+	if p.Issuer == "" {
+		errs = append(errs, errors.New("Issuer missing"))
+	}
+	for _, link := range [...]struct{ name, value string }{{"HRef", p.HRef}, {"Anchor", p.Anchor}} {
+		if !strings.HasPrefix(link.value, hashlinkPrefix) || len(link.value) == len(hashlinkPrefix) {
+			errs = append(errs, fmt.Errorf("%s %q is not a hashlink", link.name, link.value))
 		}
 	}
 	if p.Issued.IsZero() {
