@@ -1,6 +1,6 @@
 // Package anchordtest holds helpers shared by every package's tests: the goleak TestMain wrapper,
 // a slog logger that writes to t.Log, WaitOrTimeout, and the environment-gated URLs of the real
-// services (PostgreSQL, RabbitMQ) that integration tests use.
+// services (PostgreSQL, RabbitMQ) and the path of the IPFS node binary that integration tests use.
 //
 // It is imported only from _test.go files and from other *test packages.
 package anchordtest
@@ -18,10 +18,11 @@ import (
 	"go.uber.org/goleak"
 )
 
-// Environment variables read by tests. The README's test command (scripts/test) sets all three.
+// Environment variables read by tests. The README's test command (scripts/test) sets them all.
 const (
 	EnvDatabaseURL     = "ANCHORD_TEST_DATABASE_URL"
 	EnvAMQPURL         = "ANCHORD_TEST_AMQP_URL"
+	EnvIPFSBin         = "ANCHORD_TEST_IPFS_BIN"
 	EnvRequireServices = "ANCHORD_TEST_REQUIRE_SERVICES"
 )
 
@@ -52,6 +53,22 @@ func DatabaseURL(tb testing.TB) string {
 func AMQPURL(tb testing.TB) string {
 	tb.Helper()
 	return serviceURL(tb, EnvAMQPURL, "RabbitMQ")
+}
+
+// IPFSBin returns the path of the Kubo binary that servicetest runs as a private IPFS node
+// (scripts/ipfs-node builds it), skipping or failing like DatabaseURL when it is not set. A path
+// that is set but is not an executable file fails the test: the setup is broken, not absent.
+func IPFSBin(tb testing.TB) string {
+	tb.Helper()
+	bin := serviceURL(tb, EnvIPFSBin, "Kubo (IPFS) binary")
+	info, err := os.Stat(bin)
+	if err != nil {
+		tb.Fatalf("%s=%s: %v", EnvIPFSBin, bin, err)
+	}
+	if !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0 {
+		tb.Fatalf("%s=%s is not an executable file", EnvIPFSBin, bin)
+	}
+	return bin
 }
 
 func serviceURL(tb testing.TB, env, what string) string {

@@ -1,6 +1,6 @@
-// Package servicetest starts private instances of the real services (PostgreSQL, RabbitMQ) for
-// tests that stop, kill or restart them. Those tests must never touch the shared services that
-// other tests use concurrently, so each gets a server of its own, on its own port and data
+// Package servicetest starts private instances of the real services (PostgreSQL, RabbitMQ, an IPFS
+// node) for tests that stop, kill, restart or wipe them. Those tests must never touch the shared
+// services other tests use concurrently, so each gets a server of its own, on its own port and data
 // directory, removed when the test ends.
 package servicetest
 
