@@ -27,6 +27,7 @@ func TestAdminDeadLettersCLI(t *testing.T) {
 		Args: []string{"serve", "--host-url", addr, "--batch-writer-timeout", "100ms", "--admin-token", "t0ken"}, Dir: dir, Addr: addr,
 	})
 	p.WaitHealthy(30 * time.Second)
+	adminAddr := p.AdminAddr()
 
 	// Two parked operations, written by a second connection to the same database (as the queue
 	// would after max attempts).
@@ -45,7 +46,7 @@ func TestAdminDeadLettersCLI(t *testing.T) {
 		env := func(k string) (string, bool) {
 			switch k {
 			case "ANCHORD_TARGET":
-				return "http://" + addr, true
+				return "http://" + adminAddr, true
 			case "ANCHORD_ADMIN_TOKEN":
 				return "t0ken", true
 			}
@@ -86,6 +87,27 @@ func TestAdminDeadLettersCLI(t *testing.T) {
 	require.NotContains(t, out, "op-b")
 
 	var out2, errOut2 bytes.Buffer
-	require.Equal(t, 1, runWithEnv([]string{"admin", "dead-letters", "list", "--target", "http://" + addr}, func(string) (string, bool) { return "", false }, &out2, &errOut2))
+	require.Equal(t, 1, runWithEnv([]string{"admin", "dead-letters", "list", "--target", "http://" + adminAddr}, func(string) (string, bool) { return "", false }, &out2, &errOut2))
 	require.Contains(t, errOut2.String(), "401 unauthorized")
+	require.Regexp(t, `msg="admin action" component=admin action="dead-letter retry" id=\d+ client=127\.0\.0\.1:\d+ token=admin`, p.Log(), "admin actions are logged with who asked")
+
+	// The API listener serves neither the admin API nor the profiler.
+	for _, path := range []string{"/admin/v1/dead-letters", "/debug/pprof/"} {
+		resp, err := http.Get("http://" + addr + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, path)
+	}
+}
+
+// TestAdminOnAPublicAddressNeedsAToken: serving the admin API on a non-loopback address without
+// a token is refused at start with one line.
+func TestAdminOnAPublicAddressNeedsAToken(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	code := runWithEnv([]string{"serve", "--data-dir", t.TempDir(), "--admin-addr", "0.0.0.0:0"}, func(string) (string, bool) { return "", false }, &out, &errOut)
+	require.NotEqual(t, 0, code)
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut.String()), "\n")+1, errOut.String())
+	require.Contains(t, errOut.String(), "--admin-addr")
+	require.Contains(t, errOut.String(), "--admin-token")
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"syscall"
@@ -122,4 +124,43 @@ func TestServePostgresHealthFollowsTheDatabase(t *testing.T) {
 	t.Logf("postgres: 200 again %s after restarting the database", time.Since(restarted).Round(time.Millisecond))
 
 	checkLifecycle(t, p, syscall.SIGTERM)
+}
+
+// TestFailFastOnWhatRetryingCannotFix: a database that does not exist, or a port in use, stops
+// the process at once with one error line that says what to do, instead of a retry loop.
+func TestFailFastOnWhatRetryingCannotFix(t *testing.T) {
+	t.Parallel()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { busy.Close() })
+	u, err := url.Parse(anchordtest.DatabaseURL(t))
+	require.NoError(t, err)
+	u.Path = "/anchord_missing_" + strings.ToLower(randomPrefix(t))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"missing database", []string{"serve", "--host-url", anchordtest.FreeAddr(t), "--database-url", u.String()}, []string{"does not exist", "createdb"}},
+		{"API port in use", []string{"serve", "--host-url", busy.Addr().String()}, []string{"--host-url", "address already in use"}},
+		{"admin port in use", []string{"serve", "--host-url", anchordtest.FreeAddr(t), "--admin-addr", busy.Addr().String()}, []string{"--admin-addr", "address already in use"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := anchordtest.StartProcess(t, anchordtest.ProcessConfig{Args: tc.args})
+			code, err := p.Wait(15 * time.Second)
+			require.NoError(t, err, "exits at once")
+			require.NotEqual(t, 0, code)
+			var errors []string
+			for _, line := range strings.Split(p.Log(), "\n") {
+				if strings.Contains(line, "level=ERROR") {
+					errors = append(errors, line)
+				}
+			}
+			require.Len(t, errors, 1, p.Log())
+			for _, w := range tc.want {
+				require.Contains(t, errors[0], w)
+			}
+		})
+	}
 }

@@ -25,7 +25,8 @@ import (
 
 // Defaults.
 const (
-	TargetDefault = "http://127.0.0.1:8080"
+	// TargetDefault is the admin listener of an anchord started with the defaults.
+	TargetDefault = "http://127.0.0.1:8081"
 	LimitDefault  = 100
 )
 
@@ -40,7 +41,7 @@ type options struct {
 
 func (o *options) params() []param.Param {
 	return []param.Param{
-		param.String(&o.Target, "target", "base URL of the anchord to administer"),
+		param.String(&o.Target, "target", "base URL of the admin listener (--admin-addr) of the anchord to administer"),
 		param.Secret(&o.Token, "admin-token", "bearer token of the admin API, if the server requires one"),
 		param.String(&o.Kind, "kind", "list only this kind: operation, message or ledger_batch"),
 		param.Int64(&o.After, "after", "list dead letters with an id above this"),

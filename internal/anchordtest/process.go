@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -94,7 +96,12 @@ type ProcessConfig struct {
 func StartProcess(tb testing.TB, cfg ProcessConfig) *Process {
 	tb.Helper()
 	bin := Binary(tb)
-	cmd := exec.Command(bin, cfg.Args...)
+	args := cfg.Args
+	if len(args) > 0 && args[0] == "serve" && !slices.Contains(args, "--admin-addr") {
+		// Several instances run at once: each gets its admin listener on a free port.
+		args = append(slices.Clone(args), "--admin-addr", "127.0.0.1:0")
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = cfg.Dir
 	if cmd.Dir == "" {
 		cmd.Dir = tb.TempDir()
@@ -121,6 +128,23 @@ func StartProcess(tb testing.TB, cfg ProcessConfig) *Process {
 		}
 	})
 	return p
+}
+
+// adminLine is the start-up line that names the admin listener's address.
+var adminLine = regexp.MustCompile(`msg="admin listener" addr=(\S+)`)
+
+// AdminAddr returns the address of the process's admin listener, from its log; it waits up to
+// 30 s for the line.
+func (p *Process) AdminAddr() string {
+	p.tb.Helper()
+	var addr string
+	Eventually(p.tb, 30*time.Second, 20*time.Millisecond, func() bool {
+		if m := adminLine.FindStringSubmatch(p.Log()); m != nil {
+			addr = m[1]
+		}
+		return addr != ""
+	}, "the process logs its admin listener")
+	return addr
 }
 
 // Log returns everything the process wrote so far.

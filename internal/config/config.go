@@ -44,6 +44,8 @@ const (
 	AnchorBackendDefault = "local"
 	RolesDefault         = "all"
 	LedgerAPIDefault     = "sawtooth"
+	// AdminAddrDefault keeps the admin API and the profiler on loopback.
+	AdminAddrDefault = "127.0.0.1:8081"
 	// ShutdownTimeoutDefault bounds each stage of the supervisor's ordered shutdown.
 	ShutdownTimeoutDefault = 4 * time.Second
 	// MQObserverPoolDefault is mq-observer-pool (Orb's default).
@@ -130,10 +132,25 @@ type Config struct {
 	LedgerStatusPageSize     int
 	LedgerUnknownGrace       time.Duration
 
-	// AdminToken, when set, is the bearer token the admin API (/admin/v1) requires.
+	// KeyFile, when set, holds the domain's Ed25519 signing key (PEM PKCS #8, mode 0600);
+	// otherwise the key is created at first start and kept in the store.
+	KeyFile string
+	// LedgerKeyFile, when set, holds the ledger signing key (hex secp256k1, mode 0600).
+	LedgerKeyFile string
+	// TLSCAFile, when set, names a PEM file of certificate authorities trusted, besides the
+	// system's, for the broker (amqps://) and the ledger (https://). PostgreSQL takes its own
+	// from --database-url (sslmode=verify-full&sslrootcert=…).
+	TLSCAFile string
+	// AdminAddr is the listen address of the admin API (/admin/v1) and the profiler
+	// (/debug/pprof); they are never served on HostURL.
+	AdminAddr string
+	// AdminToken, when set, is the bearer token the admin listener requires. Required when
+	// AdminAddr is not a loopback address.
 	AdminToken string
-	// DebugAddr, when set, serves Go's /debug/pprof on this address (keep it on loopback).
-	DebugAddr string
+	// AuthTokensDef and AuthTokens protect the API routes with bearer tokens per path, as
+	// Orb's --auth-tokens-def and --auth-tokens do (httpapi.ParseTokenAuth).
+	AuthTokensDef string
+	AuthTokens    string
 
 	// ShutdownTimeout bounds each stage of the ordered shutdown.
 	ShutdownTimeout time.Duration
@@ -154,6 +171,7 @@ func Default() Config {
 	redelivery := pubsub.RedeliveryConfig{}.WithDefaults()
 	return Config{
 		HostURL:          HostURLDefault,
+		AdminAddr:        AdminAddrDefault,
 		DataDir:          DataDirDefault,
 		DatabaseMaxConns: pgstore.MaxConnsDefault,
 		LogLevel:         LogLevelDefault,
@@ -234,10 +252,14 @@ func (c *Config) Validate() error {
 	if err := validateHostPort(c.HostURL); err != nil {
 		return &ParamError{Param: "host-url", Value: c.HostURL, Err: err}
 	}
-	if c.DebugAddr != "" {
-		if err := validateHostPort(c.DebugAddr); err != nil {
-			return &ParamError{Param: "debug-addr", Value: c.DebugAddr, Err: err}
-		}
+	if err := validateHostPort(c.AdminAddr); err != nil {
+		return &ParamError{Param: "admin-addr", Value: c.AdminAddr, Err: err}
+	}
+	if !isLoopback(c.AdminAddr) && c.AdminToken == "" {
+		return &ParamError{Param: "admin-addr", Value: c.AdminAddr, Err: fmt.Errorf("the admin API on a non-loopback address needs --admin-token")}
+	}
+	if _, err := httpapi.ParseTokenAuth(c.AuthTokensDef, c.AuthTokens); err != nil {
+		return &ParamError{Param: "auth-tokens-def", Value: c.AuthTokensDef, Err: err}
 	}
 	if c.DatabaseURL == "" && strings.TrimSpace(c.DataDir) == "" {
 		return &ParamError{Param: "data-dir", Value: c.DataDir, Err: fmt.Errorf("must not be empty when --database-url is not set")}
@@ -315,7 +337,7 @@ func (c *Config) Validate() error {
 	case "local":
 	case "ledger":
 		if err := validateURL(c.LedgerURL, "http", "https"); err != nil {
-			return &ParamError{Param: "ledger-url", Value: c.LedgerURL, Err: fmt.Errorf("the ledger backend needs the ledger's REST API: %w", err)}
+			return &ParamError{Param: "ledger-url", Value: secret.RedactURL(c.LedgerURL), Err: fmt.Errorf("the ledger backend needs the ledger's REST API: %w", err)}
 		}
 		switch c.LedgerAPI {
 		case "sawtooth":
@@ -397,6 +419,20 @@ func validateHostPort(s string) error {
 	}
 	_ = host // an empty host listens on every interface, as net/http does
 	return nil
+}
+
+// isLoopback reports whether a listen address is on loopback only; an empty host listens on
+// every interface.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func validateURL(raw string, schemes ...string) error {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -101,4 +102,26 @@ func TestHelpListsEveryParameter(t *testing.T) {
 	}
 	require.Contains(t, out.String(), HostURLDefault)
 	require.True(t, strings.Contains(out.String(), "10s"), "durations shown in Go syntax")
+}
+
+// TestSecretsAreRedactedInLogs: a password in a URL's user information or query, and a ledger
+// URL's credentials, never reach a JSON log line.
+func TestSecretsAreRedactedInLogs(t *testing.T) {
+	t.Parallel()
+	cfg := Default()
+	cfg.DatabaseURL = "postgres://anchord:hunter2@db:5432/anchord?sslmode=verify-full&password=hunter3"
+	cfg.MQURL = "amqp://user:hunter4@mq:5672/"
+	cfg.LedgerURL = "https://op:hunter5@ledger:8008/?token=hunter6"
+	cfg.AdminToken = "hunter7"
+	cfg.AuthTokens = "admin=hunter8"
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	for _, g := range cfg.LogGroups() {
+		logger.LogAttrs(context.Background(), slog.LevelInfo, "configuration", g...)
+	}
+	out := buf.String()
+	for _, secret := range []string{"hunter2", "hunter3", "hunter4", "hunter5", "hunter6", "hunter7", "hunter8"} {
+		require.NotContains(t, out, secret)
+	}
+	require.Contains(t, out, `"database_url":"postgres://anchord:xxxxx@db:5432/anchord?password=xxxxx&sslmode=verify-full"`)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,7 +38,12 @@ type core struct {
 	tasks   *taskmgr.Manager
 
 	checks map[string]httpapi.CheckFunc
-	routes []func(mux *http.ServeMux)
+	// routes are served on --host-url behind the API tokens; adminRoutes on --admin-addr
+	// behind the admin token.
+	routes      []func(mux *http.ServeMux)
+	adminRoutes []func(mux *http.ServeMux)
+	// apiLn and adminLn are bound before any shape is assembled (listen).
+	apiLn, adminLn net.Listener
 }
 
 // log returns the logger of one component: the component attribute is set here, once.
@@ -86,25 +92,57 @@ func (c *core) useBroker(ps pubsub.PubSub, run func(ctx context.Context) error, 
 	c.sup.onStop(StageBroker, "broker-connection", func() { _ = closeFn() })
 }
 
-// serve builds the HTTP server over the routes the shape registered. It stops first: no new
-// operation is accepted during shutdown.
+// listen binds the API and admin ports before anything joins a cluster: a port in use stops the
+// process at once, before its task entry could make it look like a dead instance.
+func (c *core) listen() error {
+	var err error
+	if c.apiLn, err = net.Listen("tcp", c.cfg.HostURL); err != nil {
+		return fmt.Errorf("--host-url: %w", err)
+	}
+	c.sup.onStop(StageHTTP, "api-listener", func() { _ = c.apiLn.Close() })
+	if c.adminLn, err = net.Listen("tcp", c.cfg.AdminAddr); err != nil {
+		return fmt.Errorf("--admin-addr: %w", err)
+	}
+	c.sup.onStop(StageHTTP, "admin-listener", func() { _ = c.adminLn.Close() })
+	return nil
+}
+
+// serve builds the HTTP servers over the routes the shape registered; both stop first, so no
+// new operation is accepted during shutdown. It returns the API server.
 func (c *core) serve() (*httpapi.Server, error) {
+	auth, err := httpapi.ParseTokenAuth(c.cfg.AuthTokensDef, c.cfg.AuthTokens)
+	if err != nil {
+		return nil, fmt.Errorf("--auth-tokens-def: %w", err)
+	}
 	srv, err := httpapi.New(httpapi.Config{
-		Addr: c.cfg.HostURL, ReadTimeout: c.cfg.HTTP.ReadTimeout, WriteTimeout: c.cfg.HTTP.WriteTimeout,
+		Listener: c.apiLn, ReadTimeout: c.cfg.HTTP.ReadTimeout, WriteTimeout: c.cfg.HTTP.WriteTimeout,
 		IdleTimeout: c.cfg.HTTP.IdleTimeout, MaxBodyBytes: c.cfg.HTTP.MaxBodyBytes,
 		ShutdownTimeout: c.cfg.ShutdownTimeout, HealthTimeout: c.cfg.HealthTimeout,
-		Checks: c.checks, Gatherer: c.reg, Routes: c.mount,
+		Checks: c.checks, Gatherer: c.reg, Routes: mountAll(c.routes), Guard: auth.Wrap,
 		Logger: c.log("http"), Registerer: c.reg,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("--host-url: %w", err)
+		return nil, err
 	}
 	c.sup.add(StageHTTP, "http", srv.Run)
+	admin, err := httpapi.New(httpapi.Config{
+		Listener: c.adminLn, ShutdownTimeout: c.cfg.ShutdownTimeout, HealthTimeout: c.cfg.HealthTimeout,
+		Checks: c.checks, Routes: mountAll(append(c.adminRoutes, httpapi.DebugRoutes)),
+		Guard:  func(h http.Handler) http.Handler { return httpapi.AdminAuth(c.cfg.AdminToken, h) },
+		Logger: c.log("admin-http"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.sup.add(StageHTTP, "admin-http", admin.Run)
+	c.logger.Info("admin listener", "addr", c.adminLn.Addr().String())
 	return srv, nil
 }
 
-func (c *core) mount(mux *http.ServeMux) {
-	for _, r := range c.routes {
-		r(mux)
+func mountAll(routes []func(mux *http.ServeMux)) func(mux *http.ServeMux) {
+	return func(mux *http.ServeMux) {
+		for _, r := range routes {
+			r(mux)
+		}
 	}
 }

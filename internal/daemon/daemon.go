@@ -3,6 +3,7 @@ package daemon
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -21,6 +22,7 @@ import (
 	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/store/pgstore"
 	"github.com/anchord/anchord/internal/store/sqlitestore"
+	"github.com/anchord/anchord/internal/trust"
 )
 
 // Options are the inputs of Run that are not configuration.
@@ -84,6 +86,9 @@ func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *sl
 	if err != nil {
 		return nil, err
 	}
+	if err := c.listen(); err != nil {
+		return nil, err
+	}
 	if cfg.MQURL != "" {
 		ps, err := openBroker(ctx, cfg, st, logger, reg)
 		if err != nil {
@@ -94,22 +99,12 @@ func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *sl
 	if err := build(ctx, c); err != nil {
 		return nil, err
 	}
-	srv, err := c.serve()
-	if err != nil {
-		return nil, err
-	}
-	if cfg.DebugAddr != "" {
-		run, err := debugServer(cfg.DebugAddr)
-		if err != nil {
-			return nil, err
-		}
-		sup.add(StageHTTP, "debug", run)
-	}
-	return srv, nil
+	return c.serve()
 }
 
 // openStore opens the configured store. PostgreSQL may not be up yet when a cluster starts, so
-// it is retried with backoff (and a log line per attempt) until it answers or ctx is done.
+// it is retried with backoff (and a log line per attempt) until it answers or ctx is done;
+// what retrying cannot fix (no such database, credentials refused) stops the process at once.
 func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, reg prometheus.Registerer) (store.Store, error) {
 	log := logger.With("component", "store")
 	if cfg.DatabaseURL == "" {
@@ -124,6 +119,9 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, reg 
 		if err == nil {
 			return s, nil
 		}
+		if errors.Is(err, pgstore.ErrPermanent) {
+			return nil, fmt.Errorf("--database-url: %w", err)
+		}
 		wait := loop.Backoff(attempt, 500*time.Millisecond, 1.5, 10*time.Second)
 		log.Warn("waiting for the database", "attempt", attempt, "retry_in", wait, "error", err)
 		if !loop.Sleep(ctx, wait) {
@@ -135,8 +133,12 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, reg 
 // openBroker connects to RabbitMQ, waiting for it with backoff (and a log line per attempt) until
 // ctx is done. Parked messages are recorded as dead letters.
 func openBroker(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Logger, reg prometheus.Registerer) (*amqppubsub.PubSub, error) {
+	tlsConfig, err := trust.ClientConfig(cfg.TLSCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-ca-file: %w", err)
+	}
 	ps, err := amqppubsub.New(ctx, amqppubsub.Config{
-		URL: cfg.MQURL, Prefix: cfg.MQPrefix, QueueType: amqppubsub.QueueType(cfg.MQQueueType),
+		URL: cfg.MQURL, Prefix: cfg.MQPrefix, QueueType: amqppubsub.QueueType(cfg.MQQueueType), TLS: tlsConfig,
 		Redelivery:               cfg.Redelivery(),
 		ParkFunc:                 deadletter.ParkFunc(st),
 		PublisherChannelPoolSize: cfg.MQPublisherChannelPoolSize,

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 
 	"github.com/anchord/anchord/internal/anchor"
@@ -10,6 +11,7 @@ import (
 	"github.com/anchord/anchord/internal/ledger/splinter"
 	"github.com/anchord/anchord/internal/submitter"
 	"github.com/anchord/anchord/internal/taskmgr"
+	"github.com/anchord/anchord/internal/trust"
 )
 
 // ledgerStatusTask is the task id of the ledger status poller.
@@ -22,7 +24,7 @@ func (c *core) anchorBackend(ctx context.Context, giveBack anchor.GiveBackTxFunc
 	case "ledger":
 		return c.ledgerBackend(ctx, giveBack)
 	default:
-		key, err := anchor.LoadOrCreateDomainKey(ctx, c.st)
+		key, err := c.domainKey(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -30,11 +32,29 @@ func (c *core) anchorBackend(ctx context.Context, giveBack anchor.GiveBackTxFunc
 	}
 }
 
+// domainKey is the domain's Ed25519 signing key: from --key-file, or created at first start and
+// kept in the store.
+func (c *core) domainKey(ctx context.Context) (ed25519.PrivateKey, error) {
+	if c.cfg.KeyFile != "" {
+		return anchor.LoadDomainKeyFile(c.cfg.KeyFile)
+	}
+	return anchor.LoadOrCreateDomainKey(ctx, c.st)
+}
+
+// ledgerKey is the ledger signing key: from --ledger-key-file, or created at first start and
+// kept in the store.
+func (c *core) ledgerKey(ctx context.Context) (string, error) {
+	if c.cfg.LedgerKeyFile != "" {
+		return anchor.LoadLedgerKeyFile(c.cfg.LedgerKeyFile)
+	}
+	return anchor.LoadOrCreateLedgerKey(ctx, c.st)
+}
+
 // ledgerBackend builds the ledger anchoring backend — batches signed with the domain's ledger key
 // (created at first start and kept in the store) — and registers the batch submitter (writers
 // stage: it stops after intake and relinquishes its claims) and the status poller task.
 func (c *core) ledgerBackend(ctx context.Context, giveBack anchor.GiveBackTxFunc) (*anchor.Ledger, error) {
-	key, err := anchor.LoadOrCreateLedgerKey(ctx, c.st)
+	key, err := c.ledgerKey(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -82,10 +102,15 @@ func (c *core) ledgerBackend(ctx context.Context, giveBack anchor.GiveBackTxFunc
 
 // ledgerClient returns the client of the configured ledger REST dialect.
 func (c *core) ledgerClient() (ledger.Client, error) {
+	tlsConfig, err := trust.ClientConfig(c.cfg.TLSCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-ca-file: %w", err)
+	}
+	hc := sawtooth.NewHTTPClient(tlsConfig)
 	switch c.cfg.LedgerAPI {
 	case "splinter":
-		return splinter.New(splinter.Config{URL: c.cfg.LedgerURL, Timeout: c.cfg.LedgerRequestTimeout, Authorization: c.cfg.LedgerAuthorization})
+		return splinter.New(splinter.Config{URL: c.cfg.LedgerURL, Timeout: c.cfg.LedgerRequestTimeout, Authorization: c.cfg.LedgerAuthorization, HTTPClient: hc})
 	default:
-		return sawtooth.New(sawtooth.Config{URL: c.cfg.LedgerURL, Timeout: c.cfg.LedgerRequestTimeout})
+		return sawtooth.New(sawtooth.Config{URL: c.cfg.LedgerURL, Timeout: c.cfg.LedgerRequestTimeout, HTTPClient: hc})
 	}
 }

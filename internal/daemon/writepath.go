@@ -74,13 +74,12 @@ func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 	// The batch writer flushes what is pending when its stage stops.
 	c.sup.add(StageWriters, "batch-writer", writer.Run)
 
-	c.routes = append(c.routes,
-		httpapi.SidetreeRoutes(httpapi.SidetreeConfig{
-			Operations: in, Resolver: resolver, CAS: c.cas, CASNotFound: cas.ErrNotFound, CASInvalid: cas.ErrInvalidCID,
-			Anchors: c.st, RetryAfter: c.cfg.BatchWriterTimeout, MaxCASSize: batchfile.MaxChunkFileSizeDefault,
-			Logger: c.log("http"),
-		}),
-		httpapi.AdminRoutes(httpapi.AdminConfig{DeadLetters: dead, Token: c.cfg.AdminToken, Logger: c.log("admin")}),
-	)
+	c.routes = append(c.routes, httpapi.SidetreeRoutes(httpapi.SidetreeConfig{
+		Operations: in, Resolver: resolver, CAS: c.cas, CASNotFound: cas.ErrNotFound, CASInvalid: cas.ErrInvalidCID,
+		Anchors: c.st, RetryAfter: c.cfg.BatchWriterTimeout, MaxCASSize: batchfile.MaxChunkFileSizeDefault,
+		Logger: c.log("http"),
+	}))
+	// The admin listener checks the admin token for every route.
+	c.adminRoutes = append(c.adminRoutes, httpapi.AdminRoutes(httpapi.AdminConfig{DeadLetters: dead, Logger: c.log("admin")}))
 	return obs, nil
 }

@@ -1,13 +1,13 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/anchord/anchord/internal/deadletter"
@@ -24,9 +24,7 @@ type DeadLetters interface {
 // AdminConfig wires the admin API.
 type AdminConfig struct {
 	DeadLetters DeadLetters
-	// Token, when set, must be presented as "Authorization: Bearer <token>".
-	Token  string
-	Logger *slog.Logger
+	Logger      *slog.Logger
 }
 
 // DeadLetterView is one entry of GET /admin/v1/dead-letters.
@@ -48,30 +46,45 @@ type DeadLetterPage struct {
 	Next        *int64           `json:"next,omitempty"`
 }
 
-// AdminRoutes returns the route registration of the admin API.
+// AdminRoutes returns the route registration of the admin API. It is served on the admin
+// listener, behind AdminAuth.
 func AdminRoutes(c AdminConfig) func(mux *http.ServeMux) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return func(mux *http.ServeMux) {
-		mux.Handle("GET /admin/v1/dead-letters", c.auth(c.list))
-		mux.Handle("POST /admin/v1/dead-letters/{id}/retry", c.auth(c.retry))
-		mux.Handle("DELETE /admin/v1/dead-letters/{id}", c.auth(c.drop))
+		mux.HandleFunc("GET /admin/v1/dead-letters", c.list)
+		mux.HandleFunc("POST /admin/v1/dead-letters/{id}/retry", c.retry)
+		mux.HandleFunc("DELETE /admin/v1/dead-letters/{id}", c.drop)
 	}
 }
 
-func (c AdminConfig) auth(next http.HandlerFunc) http.Handler {
+// adminTokenName is the name logged for requests authorized by --admin-token.
+const adminTokenName = "admin"
+
+// AdminAuth returns next behind the admin token (when one is set): 401 with a JSON body unless
+// the request carries "Authorization: Bearer <token>" (scheme in any case), compared in
+// constant time. It guards every route of the admin listener.
+func AdminAuth(token string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c.Token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(c.Token)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="anchord-admin"`)
-				WriteError(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required")
-				return
-			}
+		if token == "" {
+			next.ServeHTTP(w, r)
+			return
 		}
-		next(w, r)
+		got, ok := bearer(r)
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="anchord-admin"`)
+			WriteError(w, http.StatusUnauthorized, "unauthorized", errUnauthorized.Error())
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(withTokenName(r.Context(), adminTokenName)))
 	})
+}
+
+// audit logs an admin action with who asked for it: the client's address and the token's name.
+func (c AdminConfig) audit(r *http.Request, action string, id int64) {
+	c.Logger.InfoContext(r.Context(), "admin action", "action", action, "id", id,
+		"client", r.RemoteAddr, "token", cmp.Or(TokenName(r.Context()), "none"))
 }
 
 func (c AdminConfig) list(w http.ResponseWriter, r *http.Request) {
@@ -133,6 +146,7 @@ func (c AdminConfig) retry(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	c.audit(r, "dead-letter retry", id)
 	if err := c.DeadLetters.Retry(r.Context(), id); err != nil {
 		c.writeAdminError(w, r, err)
 		return
@@ -145,6 +159,7 @@ func (c AdminConfig) drop(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	c.audit(r, "dead-letter drop", id)
 	if err := c.DeadLetters.Drop(r.Context(), id); err != nil {
 		c.writeAdminError(w, r, err)
 		return

@@ -50,7 +50,18 @@ func adminServer(t *testing.T, token string) string {
 	for i := int64(1); i <= 3; i++ {
 		stub.items = append(stub.items, store.DeadLetter{ID: i, Kind: []string{"operation", "message", "operation"}[i-1], Ref: fmt.Sprint("r", i), Reason: "max attempts", Attempts: 30})
 	}
-	return setup(t, Config{Routes: AdminRoutes(AdminConfig{DeadLetters: stub, Token: token})}).base
+	return setup(t, Config{
+		Routes: mountAdmin(AdminRoutes(AdminConfig{DeadLetters: stub})),
+		Guard:  func(h http.Handler) http.Handler { return AdminAuth(token, h) },
+	}).base
+}
+
+// mountAdmin serves the admin routes and the profiler, as the admin listener does.
+func mountAdmin(admin func(*http.ServeMux)) func(*http.ServeMux) {
+	return func(mux *http.ServeMux) {
+		admin(mux)
+		DebugRoutes(mux)
+	}
 }
 
 func authed(t *testing.T, method, url, token string) (int, []byte) {
@@ -80,6 +91,19 @@ func TestAdminRequiresTokenWhenConfigured(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	code, _ = authed(t, http.MethodDelete, base+"/admin/v1/dead-letters/1", "")
 	require.Equal(t, http.StatusUnauthorized, code)
+	code, _ = authed(t, http.MethodGet, base+"/debug/pprof/", "")
+	require.Equal(t, http.StatusUnauthorized, code, "the profiler is behind the admin token too")
+	code, _ = authed(t, http.MethodGet, base+"/debug/pprof/goroutine?debug=1", "s3cret")
+	require.Equal(t, http.StatusOK, code)
+	code, _ = authed(t, http.MethodGet, base+"/debug/pprof/cmdline", "s3cret")
+	require.Equal(t, http.StatusNotFound, code, "the command line shows secrets: not served")
+	req, err := http.NewRequest(http.MethodGet, base+"/admin/v1/dead-letters", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "bEaReR s3cret")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the scheme is case-insensitive")
 }
 
 func TestAdminDeadLetters(t *testing.T) {

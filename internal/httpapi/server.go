@@ -45,6 +45,12 @@ type Config struct {
 	// Routes registers further routes (the Sidetree API) on the mux; patterns use Go 1.22
 	// ServeMux syntax and are used as the route label of the request metrics.
 	Routes func(mux *http.ServeMux)
+	// Guard, if set, wraps every route: an authorization check (TokenAuth.Wrap, AdminAuth).
+	// Its refusals are answered before the request metrics see the request.
+	Guard func(http.Handler) http.Handler
+	// Listener, if set, is used instead of listening on Addr: the daemon binds its ports
+	// before anything else, so that a port in use stops it before it joins a cluster.
+	Listener net.Listener
 
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
@@ -89,13 +95,21 @@ func New(cfg Config) (*Server, error) {
 		cfg.Routes(mux)
 	}
 
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	ln := cfg.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+		}
+	}
+	handler := instrument(mux, m, logger, cfg.MaxBodyBytes)
+	if cfg.Guard != nil {
+		// Outside the instrumentation, whose route labels come from the mux: refused requests
+		// are not counted per route.
+		handler = cfg.Guard(handler)
 	}
 	s := &Server{cfg: cfg, logger: logger, listener: ln}
 	s.srv = &http.Server{
-		Handler:           instrument(mux, m, logger, cfg.MaxBodyBytes),
+		Handler:           handler,
 		ReadTimeout:       cfg.ReadTimeout,
 		ReadHeaderTimeout: min(cfg.ReadTimeout, 5*time.Second),
 		WriteTimeout:      cfg.WriteTimeout,

@@ -38,10 +38,19 @@ type Param struct {
 	secret bool
 	// aliases are other names of the same parameter: Orb's, where ours differs.
 	aliases []string
+	// envs are further environment variables, taken verbatim (Orb's, e.g. ORB_AUTH_TOKENS).
+	envs []string
 }
 
 // Name returns the flag name.
 func (p Param) Name() string { return p.name }
+
+// Env returns p reading names as further environment variables, verbatim (Orb's variables, so
+// that an Orb deployment's environment carries over). ANCHORD_* variables win over them.
+func (p Param) Env(names ...string) Param {
+	p.envs = append(p.envs, names...)
+	return p
+}
 
 // Also returns p accepting names as further flag names (and their environment variables): an
 // Orb operator's name for the same parameter. The primary name wins when both are set.
@@ -122,11 +131,15 @@ func Parse(command string, args []string, lookupEnv func(string) (string, bool),
 		}
 	}
 	for _, p := range params {
-		// Aliases first, so that the primary name wins.
+		// Foreign variables and aliases first, so that the primary name wins.
+		envs := slices.Clone(p.envs)
 		for _, name := range append(slices.Clone(p.aliases), p.name) {
-			if v, ok := lookupEnv(EnvName(name)); ok {
+			envs = append(envs, EnvName(name))
+		}
+		for _, env := range envs {
+			if v, ok := lookupEnv(env); ok {
 				if err := p.value.Set(v); err != nil {
-					return &Error{Param: name, Value: shown(p, v), Err: err}
+					return &Error{Param: p.name, Value: shown(p, v), Err: fmt.Errorf("%s: %w", env, err)}
 				}
 			}
 		}
@@ -191,6 +204,9 @@ func writeUsage(out io.Writer, command string, params []Param) {
 		usage := p.usage
 		if len(p.aliases) > 0 {
 			usage += " (also --" + strings.Join(p.aliases, ", --") + ")"
+		}
+		if len(p.envs) > 0 {
+			usage += " (also $" + strings.Join(p.envs, ", $") + ")"
 		}
 		fmt.Fprintf(tw, "  --%s\t%s\t%s\t%s\n", p.name, EnvName(p.name), def, usage)
 	}

@@ -1,6 +1,7 @@
 package sawtooth
 
 import (
+	"crypto/tls"
 	"bytes"
 	"cmp"
 	"context"
@@ -73,17 +74,20 @@ func New(cfg Config) (*Client, error) {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = NewHTTPClient()
+		hc = NewHTTPClient(nil)
 	}
 	return &Client{base: base, timeout: cmp.Or(cfg.Timeout, TimeoutDefault), http: hc}, nil
 }
 
 // NewHTTPClient returns the http.Client a ledger client uses when none is configured: its own
 // connection pool (sized for a few concurrent submitters), no redirects, no overall timeout
-// (each request has its own).
-func NewHTTPClient() *http.Client {
+// (each request has its own), and tlsConfig for https (nil: the system's authorities).
+func NewHTTPClient(tlsConfig *tls.Config) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 16
+	if tlsConfig != nil {
+		tr.TLSClientConfig = tlsConfig
+	}
 	return &http.Client{
 		Transport: tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error {

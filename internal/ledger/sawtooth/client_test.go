@@ -17,7 +17,7 @@ import (
 
 func newClient(tb testing.TB, url string, timeout time.Duration) *sawtooth.Client {
 	tb.Helper()
-	hc := sawtooth.NewHTTPClient()
+	hc := sawtooth.NewHTTPClient(nil)
 	tb.Cleanup(hc.CloseIdleConnections)
 	c, err := sawtooth.New(sawtooth.Config{URL: url, Timeout: timeout, HTTPClient: hc})
 	require.NoError(tb, err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/anchord/anchord/internal/ledger"
+	"github.com/anchord/anchord/internal/ledger/sawtooth"
 )
 
 // Defaults of Config.
@@ -88,12 +89,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = 16
-		hc = &http.Client{
-			Transport:     tr,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
+		hc = sawtooth.NewHTTPClient(nil)
 	}
 	return &Client{
 		base:    strings.TrimRight(u.String(), "/"),

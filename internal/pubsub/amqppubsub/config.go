@@ -2,6 +2,7 @@ package amqppubsub
 
 import (
 	"cmp"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -84,6 +85,9 @@ type Config struct {
 	DrainTimeout time.Duration
 	// DialTimeout bounds one connection attempt.
 	DialTimeout time.Duration
+	// TLS, if set, is the client configuration of an amqps:// connection (trust.ClientConfig);
+	// nil means the system's authorities.
+	TLS *tls.Config
 	// PublishTimeout bounds the publishes the package makes on its own (failure reports,
 	// redelivery, parking); callers bound theirs with their context.
 	PublishTimeout time.Duration

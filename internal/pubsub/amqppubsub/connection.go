@@ -2,6 +2,7 @@ package amqppubsub
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,6 +26,7 @@ type connector struct {
 	role        string
 	url         string
 	dialTimeout time.Duration
+	tls         *tls.Config
 	maxChannels int
 	backoffMin  time.Duration
 	backoffMax  time.Duration
@@ -53,6 +55,7 @@ func newConnector(role string, cfg Config, declare func(*amqp.Channel) error, m 
 		role:        role,
 		url:         cfg.URL,
 		dialTimeout: cfg.DialTimeout,
+		tls:         cfg.TLS,
 		maxChannels: cfg.MaxConnectionChannels,
 		backoffMin:  cfg.ReconnectInterval,
 		backoffMax:  cfg.ReconnectMax,
@@ -224,10 +227,11 @@ func (c *connector) dial(ctx context.Context) (*conn, error) {
 	props := amqp.NewConnectionProperties()
 	props.SetClientConnectionName("anchord-" + c.role)
 	ac, err := amqp.DialConfig(c.url, amqp.Config{
-		Heartbeat:  10 * time.Second,
-		Locale:     "en_US",
-		Dial:       amqp.DefaultDial(timeout),
-		Properties: props,
+		Heartbeat:       10 * time.Second,
+		Locale:          "en_US",
+		Dial:            amqp.DefaultDial(timeout),
+		Properties:      props,
+		TLSClientConfig: c.tls,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", secret.RedactURL(c.url), err)

@@ -48,8 +48,19 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
+// ErrPermanent marks an Open failure that retrying cannot fix: the database does not exist, or
+// the server refused the credentials.
+var ErrPermanent = errors.New("postgres refuses this configuration")
+
+// permanentCodes are the SQLSTATEs of such failures, with what the operator should do.
+var permanentCodes = map[string]string{
+	"3D000": "the database does not exist; create it (createdb <name>) or name another in --database-url",
+	"28P01": "password authentication failed; check the user and password in --database-url",
+	"28000": "the server refused this user (pg_hba.conf); check the user in --database-url",
+}
+
 // Open connects and applies pending migrations. It fails if the database cannot be reached;
-// the caller decides whether to retry.
+// the caller decides whether to retry, except for ErrPermanent failures.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	logger := cfg.Logger
 	if logger == nil {
@@ -71,6 +82,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s := &Store{executor: executor{q: pool}, pool: pool, logger: logger}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			if hint, ok := permanentCodes[pe.Code]; ok {
+				return nil, fmt.Errorf("%w: %s (SQLSTATE %s: %s)", ErrPermanent, hint, pe.Code, pe.Message)
+			}
+		}
 		return nil, err
 	}
 	if cfg.Registerer != nil {

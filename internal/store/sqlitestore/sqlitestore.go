@@ -78,10 +78,18 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+	// The database holds the domain's signing key (unless it comes from a key file) and every
+	// queued request: only the owner may read it. Existing files are tightened too.
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("open sqlite store: create data directory: %w", err)
 	}
+	if err := os.Chmod(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("open sqlite store: restrict data directory: %w", err)
+	}
 	path := filepath.Join(cfg.DataDir, FileName)
+	if err := createPrivate(path); err != nil {
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
 
 	sync := cfg.Synchronous
 	switch sync {
@@ -117,6 +125,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	// SQLite creates the -wal and -shm files with the database's mode; tighten any that an
+	// older version left readable.
+	for _, f := range []string{path + "-wal", path + "-shm"} {
+		if err := os.Chmod(f, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.Close()
+			return nil, fmt.Errorf("open sqlite store: restrict %s: %w", filepath.Base(f), err)
+		}
+	}
 	if cfg.Registerer != nil {
 		c := newPoolCollector(map[string]*sql.DB{"writer": writer, "reader": reader})
 		if err := cfg.Registerer.Register(c); err != nil {
@@ -125,6 +141,22 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// createPrivate creates the database file with mode 0600 before SQLite opens it (SQLite would
+// create it 0644), or tightens an existing one.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("create database file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("create database file: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		return fmt.Errorf("restrict database file: %w", err)
+	}
+	return nil
 }
 
 func dsn(path string, readOnly bool, synchronous string) string {

@@ -42,3 +42,22 @@ func TestOpenRejectsEmptyDir(t *testing.T) {
 	_, err := sqlitestore.Open(context.Background(), sqlitestore.Config{})
 	require.ErrorContains(t, err, "data directory")
 }
+
+func TestOpenKeepsTheDataPrivate(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "data")
+	// A data directory and database left readable by an older version are tightened.
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, sqlitestore.FileName), nil, 0o644))
+	s, err := sqlitestore.Open(context.Background(), sqlitestore.Config{DataDir: dir})
+	require.NoError(t, err)
+	defer s.Close()
+	st, err := os.Stat(dir)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), st.Mode().Perm())
+	for _, f := range []string{sqlitestore.FileName, sqlitestore.FileName + "-wal", sqlitestore.FileName + "-shm"} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), st.Mode().Perm(), f)
+	}
+}
