@@ -51,8 +51,12 @@ func setup(t *testing.T, st store.Store) *testBundle {
 // pendingReserver reserves in memory against no particular history version.
 type pendingReserver struct{ p *intake.Pending }
 
-func (r pendingReserver) Reserve(_ context.Context, suffix, _ string) bool { return r.p.Reserve(suffix, 0) }
-func (r pendingReserver) Unreserve(_ context.Context, suffix, _ string) { r.p.Release([]string{suffix}) }
+func (r pendingReserver) Reserve(_ context.Context, suffix, _ string) bool {
+	return r.p.Reserve(suffix, 0)
+}
+func (r pendingReserver) Unreserve(_ context.Context, suffix, _ string) {
+	r.p.Release([]string{suffix})
+}
 
 func TestRetryOperationRequeuesAndDeletesTheRecord(t *testing.T) {
 	t.Parallel()

@@ -65,7 +65,7 @@ func NewAnchorCredential(p AnchorParams) (*Credential, error) {
 		}
 	}
 	if p.Issued.IsZero() {
-		errs = append(errs, errors.New("Issued missing"))
+		errs = append(errs, errors.New("issued time missing"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("new anchor credential: %w: %w", ErrInvalidCredential, err)

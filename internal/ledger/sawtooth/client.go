@@ -1,10 +1,10 @@
 package sawtooth
 
 import (
-	"crypto/tls"
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
