@@ -51,7 +51,6 @@ func TestAnchorEventVerifyURL(t *testing.T) {
 	require.ErrorIs(t, urlOnly.VerifyURL(), ErrInvalid)
 }
 
-
 func TestAnchorReceiptValidate(t *testing.T) {
 	t.Parallel()
 	r := &AnchorReceipt{Type: TypeAnchorReceipt, InReplyTo: helloHashlink, Attachment: []json.RawMessage{json.RawMessage(`{"proof":{}}`)}}
