@@ -153,7 +153,7 @@ func (a *Activity) validate(top bool) error {
 		}
 	}
 	if err := validateContext(a.Context); err != nil {
-		return invalid("%s: %v", a.Type, err)
+		return fmt.Errorf("%s: %w", a.Type, err)
 	}
 	if a.Object == nil {
 		return invalid("%s has no object", a.Type)
@@ -172,7 +172,7 @@ func (a *Activity) validate(top bool) error {
 func validateContext(ctx Strings) error {
 	for _, c := range ctx {
 		if err := ValidateIRI(c); err != nil {
-			return fmt.Errorf("@context: %w", err)
+			return invalid("@context: %v", err)
 		}
 	}
 	return nil

@@ -159,6 +159,7 @@ func TestParseTolerates(t *testing.T) {
 		{"embedded object of unknown type", `{"id":"https://b.example/a/1","type":"Create","actor":"https://b.example/s","object":{"type":"Note","content":"x"}}`},
 		{"embedded activity without id", `{"id":"https://b.example/a/1","type":"Undo","actor":"https://b.example/s","object":{"type":"Like","object":"https://a.example/x"}}`},
 		{"fractional seconds and offset", `{"id":"https://b.example/a/1","type":"Offer","actor":"https://b.example/s","object":"https://x.example/o","startTime":"2023-05-01T10:00:00.123456789+02:00"}`},
+		{"member names in another case, as encoding/json (and so Orb) reads them", `{"id":"https://b.example/a/1","tYpe":"Follow","ACtor":"https://b.example/s","Object":"https://a.example/s"}`},
 		{"null optional members", `{"id":"https://b.example/a/1","type":"Follow","actor":"https://b.example/s","object":"https://a.example/s","to":null,"target":null,"published":null}`},
 	}
 	for _, tt := range tests {
@@ -183,6 +184,9 @@ func TestParseRejects(t *testing.T) {
 		{"array at top", `[]`, "top level is array", false},
 		{"string at top", `"Follow"`, "top level is string", false},
 		{"trailing data", `{"type":"Follow"} {}`, "invalid JSON", false},
+		{"members differing in case", `{"type":"Follow","Type":"Undo",` + ok + `,"object":"https://a.example/s"}`, "differing only in case", false},
+		{"nested members differing in case", `{"type":"Follow",` + ok + `,"object":{"type":"Note","x":1,"X":2}}`, "differing only in case", false},
+		{"nested context empty", `{"type":"Accept",` + ok + `,"object":{"@context":"","type":"AnchorReceipt"}}`, "Accept object: invalid activity data: @context: empty IRI", false},
 		{"duplicate member", `{"type":"Follow","type":"Create",` + ok + `,"object":"https://a.example/s"}`, "duplicate", false},
 		{"invalid UTF-8", "{\"type\":\"Follow\xff\"," + ok + `,"object":"https://a.example/s"}`, "invalid JSON", false},
 		{"missing type", `{` + ok + `,"object":"https://a.example/s"}`, `activity type "" not supported`, false},

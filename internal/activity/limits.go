@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/anchord/anchord/internal/sidetree/jsontree"
 )
@@ -94,6 +95,16 @@ func checkTree(v *jsontree.Value, depth int, l Limits) error {
 	case jsontree.Object:
 		if len(v.Members) > l.MaxItems {
 			return tooLarge("object of %d members, more than %d", len(v.Members), l.MaxItems)
+		}
+		// encoding/json matches member names to fields without regard to case, as it did for
+		// Orb, so "type" and "Type" in one object would be a duplicate that the later one wins.
+		folded := make(map[string]bool, len(v.Members))
+		for i := range v.Members {
+			key := strings.ToLower(strings.ToUpper(v.Members[i].Name))
+			if folded[key] {
+				return invalid("member names differing only in case: %q", v.Members[i].Name)
+			}
+			folded[key] = true
 		}
 		for i := range v.Members {
 			if err := checkTree(&v.Members[i].Value, depth+1, l); err != nil {
