@@ -27,6 +27,16 @@
 // An AnchorEvent's url is the hashlink of JCS(the linkset it embeds); VerifyURL checks it over
 // the object exactly as received.
 //
+// # API
+//
+// Reading: Parse (activities; Validate applies to embedded ones too), ParseActor,
+// ParseCollection, ParseLinkset, each with a ...WithLimits variant where callers need other
+// bounds; ParseHashlink; DecodeDataURI. Writing: NewService, NewAnchorEvent,
+// NewCollectionSummary, NewCollectionPage, PageIRI, BuildAnchorLink, NewHashlink, NewDataURI,
+// and json.Marshal of any of the types. Checking: (*Link).Validate (anchor = hash of original),
+// (*Link).AnchorContent, (*AnchorEvent).VerifyURL, CredentialSubject.Check, ValidateIRI,
+// ValidateActorIRI.
+//
 // # Invariants
 //
 //   - Nothing here panics on input. Every reader is bounded: JSON texts by size, nesting depth
