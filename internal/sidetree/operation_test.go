@@ -388,6 +388,8 @@ func TestProfileValidate(t *testing.T) {
 		{sidetree.Profile{Method: "Ion"}, false},
 		{sidetree.Profile{Algorithms: []sidetree.Algorithm{"ES256"}}, false},
 		{sidetree.Profile{MaxDeltaSize: -1}, false},
+		{sidetree.Profile{MaxOperationsPerDID: -1}, false},
+		{sidetree.Profile{MaxDocumentBytes: -1}, false},
 	} {
 		if tc.ok {
 			require.NoError(t, tc.p.Validate(), "%+v", tc.p)

@@ -83,6 +83,44 @@ func (s *State) Check(op *Operation) error {
 	return nil
 }
 
+// CheckLimits tests an operation that passed Check against what one DID may grow to: the number
+// of anchored operations (p.MaxOperationsPerDID) and the size of the DID's rendered resolution
+// result in short form (p.MaxDocumentBytes) once the operation applies. s is nil for a create.
+// A deactivate is always within the limits: it is the last operation a DID can take, so a DID
+// at its operation limit can still be shut down.
+func (s *State) CheckLimits(p Profile, op *Operation) error {
+	if op.Type == OperationDeactivate {
+		return nil
+	}
+	if s != nil {
+		if limit := p.maxOperationsPerDID(); s.Operations >= limit {
+			return Errorf(CodeTooManyOperations, "DID %s has %d operations, the most one DID may have; only a deactivate is accepted", op.Suffix, s.Operations)
+		}
+	}
+	next := &State{Suffix: op.Suffix, Published: true}
+	switch op.Type {
+	case OperationCreate:
+		next = InitialState(op)
+	case OperationUpdate:
+		next.RecoveryCommitment, next.Document = s.RecoveryCommitment, s.Document
+		if op.Delta != nil {
+			next.UpdateCommitment = op.Delta.UpdateCommitment
+			next.Document = applyPatches(s.Document, op.Delta.Patches)
+		}
+	case OperationRecover:
+		next.RecoveryCommitment = op.NextRecoveryCommitment
+		if op.Delta != nil {
+			next.UpdateCommitment = op.Delta.UpdateCommitment
+			next.Document = applyPatches(Document{}, op.Delta.Patches)
+		}
+	}
+	size := len(renderDocument(&DID{Method: p.method(), Suffix: op.Suffix}, next))
+	if limit := p.maxDocumentBytes(); size > limit {
+		return Errorf(CodeDocumentTooLarge, "the DID document would be %d bytes, more than the limit of %d", size, limit)
+	}
+	return nil
+}
+
 func has(set map[string]struct{}, k string) bool {
 	_, ok := set[k]
 	return ok
