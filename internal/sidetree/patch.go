@@ -79,9 +79,9 @@ func parsePatch(v *jsontree.Value, path string) (Patch, *Error) {
 			p.IDs, err = parseIDs(v.Member("ids"), path+".ids")
 		}
 	case "ietf-json-patch":
-		err = Errorf(CodeUnknownPatchAction, "%s.action %q is not supported (as in ION)", path, action.Str)
+		err = Errorf(CodeUnknownPatchAction, "%s.action %s is not supported (as in ION)", path, jsontree.QuoteExcerpt(action.Str))
 	default:
-		err = Errorf(CodeUnknownPatchAction, "%s.action %q is not a known patch action", path, action.Str)
+		err = Errorf(CodeUnknownPatchAction, "%s.action %s is not a known patch action", path, jsontree.QuoteExcerpt(action.Str))
 	}
 	return p, err
 }
@@ -90,7 +90,7 @@ func parsePatch(v *jsontree.Value, path string) (Patch, *Error) {
 func onlyMembers(v *jsontree.Value, names []string, path string) *Error {
 	for _, m := range v.Members {
 		if !contains(names, m.Name) {
-			return Errorf(CodeUnknownProperty, "%s: member %q is not allowed", path, m.Name)
+			return Errorf(CodeUnknownProperty, "%s: member %s is not allowed", path, jsontree.QuoteExcerpt(m.Name))
 		}
 	}
 	return nil
