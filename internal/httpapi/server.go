@@ -5,10 +5,12 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"time"
@@ -24,6 +26,11 @@ const (
 	MaxBodyBytesDefault    = 64 << 10
 	ShutdownTimeoutDefault = 4 * time.Second
 	HealthTimeoutDefault   = 2 * time.Second
+	// MaxConnectionsDefault is far above what a load generator on loopback opens (256) and
+	// within the file descriptors a default Linux process may hold once Go raises its soft limit.
+	MaxConnectionsDefault = 4096
+	// RateClientsDefault bounds the clients the rate limiter tracks (about 200 bytes each).
+	RateClientsDefault = 65536
 )
 
 // Config configures the server.
@@ -36,6 +43,19 @@ type Config struct {
 	MaxBodyBytes    int64
 	ShutdownTimeout time.Duration
 	HealthTimeout   time.Duration
+
+	// MaxConnections caps the connections served at once. A connection beyond it gets its first
+	// request answered 503 too_many_connections with Retry-After and is closed; one beyond it by
+	// another quarter (at least 16) is closed unanswered. Negative is invalid.
+	MaxConnections int
+	// RateLimit is the sustained requests per second one client (an IPv4 address, an IPv6 /64)
+	// may send; beyond it a request gets 429 rate_limited with Retry-After. 0, the default,
+	// turns rate limiting off: a load generator on loopback is one client. RateBurst is how many
+	// requests a client may send at once (default: one second's worth, at least 1). RateClients
+	// bounds the clients tracked; clients beyond it share one bucket.
+	RateLimit   float64
+	RateBurst   int
+	RateClients int
 
 	// Checks are the dependencies /healthcheck reports, by name ("database", "broker").
 	Checks map[string]CheckFunc
@@ -53,7 +73,8 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	logger   *slog.Logger
-	listener net.Listener
+	listener *connLimiter
+	front    *front
 	srv      *http.Server
 }
 
@@ -66,6 +87,12 @@ func New(cfg Config) (*Server, error) {
 	cfg.MaxBodyBytes = cmpOr(cfg.MaxBodyBytes, MaxBodyBytesDefault)
 	cfg.ShutdownTimeout = cmpOr(cfg.ShutdownTimeout, ShutdownTimeoutDefault)
 	cfg.HealthTimeout = cmpOr(cfg.HealthTimeout, HealthTimeoutDefault)
+	if cfg.MaxConnections < 0 || cfg.RateLimit < 0 || math.IsNaN(cfg.RateLimit) || math.IsInf(cfg.RateLimit, 0) || cfg.RateBurst < 0 || cfg.RateClients < 0 {
+		return nil, fmt.Errorf("http server: MaxConnections, RateLimit, RateBurst and RateClients must be finite and not negative")
+	}
+	cfg.MaxConnections = cmp.Or(cfg.MaxConnections, MaxConnectionsDefault)
+	cfg.RateBurst = cmp.Or(cfg.RateBurst, max(1, int(math.Ceil(cfg.RateLimit))))
+	cfg.RateClients = cmp.Or(cfg.RateClients, RateClientsDefault)
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -80,7 +107,7 @@ func New(cfg Config) (*Server, error) {
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("GET /healthcheck", &healthHandler{checks: cfg.Checks, timeout: cfg.HealthTimeout})
+	mux.Handle("GET /healthcheck", &healthHandler{checks: cfg.Checks, timeout: cfg.HealthTimeout, logger: logger})
 	if cfg.Gatherer != nil {
 		mux.Handle("GET /metrics", metricsHandler(cfg.Gatherer))
 	}
@@ -88,13 +115,19 @@ func New(cfg Config) (*Server, error) {
 		cfg.Routes(mux)
 	}
 
+	h := &front{mux: mux, m: m, logger: logger, maxBody: cfg.MaxBodyBytes}
+	if cfg.RateLimit > 0 {
+		h.rate = newRateLimiter(cfg.RateLimit, cfg.RateBurst, cfg.RateClients)
+	}
+
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	s := &Server{cfg: cfg, logger: logger, listener: ln}
+	s := &Server{cfg: cfg, logger: logger, listener: newConnLimiter(ln, cfg.MaxConnections, m), front: h}
 	s.srv = &http.Server{
-		Handler:           instrument(mux, m, logger, cfg.MaxBodyBytes),
+		Handler:           h,
+		ConnContext:       connContext,
 		ReadTimeout:       cfg.ReadTimeout,
 		ReadHeaderTimeout: min(cfg.ReadTimeout, 5*time.Second),
 		WriteTimeout:      cfg.WriteTimeout,
