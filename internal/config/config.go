@@ -9,6 +9,7 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"strings"
@@ -27,11 +28,20 @@ const (
 	HTTPWriteTimeoutDefault = 30 * time.Second
 	HTTPIdleTimeoutDefault  = 2 * time.Minute
 	HTTPMaxBodyBytesDefault = 64 << 10
+	// HTTPMaxConnectionsDefault is far above the 256 connections of the load generator at c=256.
+	HTTPMaxConnectionsDefault = 4096
+	// HTTPRateLimitDefault 0 turns per-client rate limiting off: behind a proxy, or with a load
+	// generator on loopback, every request comes from one address.
+	HTTPRateLimitDefault = 0
+	// HTTPRateBurstDefault 0 means one second's worth of --http-rate-limit.
+	HTTPRateBurstDefault    = 0
 	ShutdownTimeoutDefault  = 4 * time.Second
 	DatabaseMaxConnsDefault = 16
 	HealthTimeoutDefault    = 2 * time.Second
 
 	DIDMethodDefault           = "sidetree"
+	MaxOperationsPerDIDDefault = sidetree.MaxOperationsPerDIDDefault
+	MaxDocumentBytesDefault    = sidetree.MaxDocumentBytesDefault
 	SignatureAlgorithmsDefault = "ES256K"
 	// BatchWriterTimeoutDefault is the age of the oldest pending operation that forces a cut
 	// (the library default of Orb's batch writer; Orb's server uses 60 s).
@@ -96,6 +106,10 @@ type Config struct {
 
 	// DIDMethod is the DID method name, with any network segment ("ion:test").
 	DIDMethod string
+	// MaxOperationsPerDID and MaxDocumentBytes bound what one DID can grow to (400
+	// too_many_operations, document_too_large).
+	MaxOperationsPerDID int
+	MaxDocumentBytes    int
 	// SignatureAlgorithms lists the accepted operation signature algorithms (ES256K, EdDSA).
 	SignatureAlgorithms string
 	// BatchWriterTimeout: a batch is cut once its oldest operation is this old.
@@ -173,6 +187,12 @@ type HTTPConfig struct {
 	WriteTimeout time.Duration
 	IdleTimeout  time.Duration
 	MaxBodyBytes int64
+	// MaxConnections caps the connections served at once (beyond: 503 too_many_connections).
+	MaxConnections int
+	// RateLimit is requests per second per client IP (IPv6: per /64), 0 = off; RateBurst is
+	// how many at once (0 = one second's worth). Beyond: 429 rate_limited.
+	RateLimit float64
+	RateBurst int
 }
 
 // Default returns a Config with every parameter at its default.
@@ -184,14 +204,19 @@ func Default() Config {
 		LogLevel:         LogLevelDefault,
 		LogFormat:        LogFormatDefault,
 		HTTP: HTTPConfig{
-			ReadTimeout:  HTTPReadTimeoutDefault,
-			WriteTimeout: HTTPWriteTimeoutDefault,
-			IdleTimeout:  HTTPIdleTimeoutDefault,
-			MaxBodyBytes: HTTPMaxBodyBytesDefault,
+			ReadTimeout:    HTTPReadTimeoutDefault,
+			WriteTimeout:   HTTPWriteTimeoutDefault,
+			IdleTimeout:    HTTPIdleTimeoutDefault,
+			MaxBodyBytes:   HTTPMaxBodyBytesDefault,
+			MaxConnections: HTTPMaxConnectionsDefault,
+			RateLimit:      HTTPRateLimitDefault,
+			RateBurst:      HTTPRateBurstDefault,
 		},
 		ShutdownTimeout:            ShutdownTimeoutDefault,
 		HealthTimeout:              HealthTimeoutDefault,
 		DIDMethod:                  DIDMethodDefault,
+		MaxOperationsPerDID:        MaxOperationsPerDIDDefault,
+		MaxDocumentBytes:           MaxDocumentBytesDefault,
 		SignatureAlgorithms:        SignatureAlgorithmsDefault,
 		BatchWriterTimeout:         BatchWriterTimeoutDefault,
 		MaxOperationCount:          MaxOperationCountDefault,
@@ -234,7 +259,10 @@ func Default() Config {
 
 // SidetreeProfile returns the validation profile the configuration selects.
 func (c *Config) SidetreeProfile() sidetree.Profile {
-	p := sidetree.Profile{Method: c.DIDMethod, MaxDeltaSize: sidetree.MaxDeltaSizeDefault}
+	p := sidetree.Profile{
+		Method: c.DIDMethod, MaxDeltaSize: sidetree.MaxDeltaSizeDefault,
+		MaxOperationsPerDID: c.MaxOperationsPerDID, MaxDocumentBytes: c.MaxDocumentBytes,
+	}
 	for _, a := range strings.Split(c.SignatureAlgorithms, ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			p.Algorithms = append(p.Algorithms, sidetree.Algorithm(a))
@@ -304,6 +332,12 @@ func (c *Config) Validate() error {
 	if c.HTTP.MaxBodyBytes < 1024 {
 		return &ParamError{Param: "http-max-body-bytes", Value: fmt.Sprint(c.HTTP.MaxBodyBytes), Err: fmt.Errorf("must be at least 1024")}
 	}
+	if c.HTTP.RateLimit < 0 || math.IsNaN(c.HTTP.RateLimit) || math.IsInf(c.HTTP.RateLimit, 0) {
+		return &ParamError{Param: "http-rate-limit", Value: fmt.Sprint(c.HTTP.RateLimit), Err: fmt.Errorf("must be a finite number, 0 (off) or more")}
+	}
+	if c.HTTP.RateBurst < 0 {
+		return &ParamError{Param: "http-rate-burst", Value: fmt.Sprint(c.HTTP.RateBurst), Err: fmt.Errorf("must be 0 (one second's worth) or more")}
+	}
 	if err := c.SidetreeProfile().Validate(); err != nil {
 		return &ParamError{Param: "did-method", Value: c.DIDMethod + " / " + c.SignatureAlgorithms, Err: err}
 	}
@@ -313,6 +347,9 @@ func (c *Config) Validate() error {
 		min  int
 	}{
 		{"max-operation-count", c.MaxOperationCount, 1},
+		{"http-max-connections", c.HTTP.MaxConnections, 1},
+		{"max-operations-per-did", c.MaxOperationsPerDID, 1},
+		{"max-document-bytes", c.MaxDocumentBytes, 1024},
 		{"op-queue-max-backlog", c.OpQueueMaxBacklog, 1},
 		{"mq-redelivery-max-attempts", c.RedeliveryMaxAttempts, 1},
 		{"mq-publisher-channel-pool-size", c.MQPublisherChannelPoolSize, 1},
