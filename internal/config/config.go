@@ -10,6 +10,7 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"sort"
@@ -72,6 +73,10 @@ type Config struct {
 
 	// DIDMethod is the DID method name, with any network segment ("ion:test").
 	DIDMethod string
+	// MaxOperationsPerDID and MaxDocumentBytes bound what one DID can grow to (400
+	// too_many_operations, document_too_large).
+	MaxOperationsPerDID int
+	MaxDocumentBytes    int
 	// SignatureAlgorithms lists the accepted operation signature algorithms (ES256K, EdDSA).
 	SignatureAlgorithms string
 	// BatchWriterTimeout: a batch is cut once its oldest operation is this old.
@@ -164,6 +169,12 @@ type HTTPConfig struct {
 	WriteTimeout time.Duration
 	IdleTimeout  time.Duration
 	MaxBodyBytes int64
+	// MaxConnections caps the connections served at once (beyond: 503 too_many_connections).
+	MaxConnections int
+	// RateLimit is requests per second per client IP (IPv6: per /64), 0 = off; RateBurst is
+	// how many at once (0 = one second's worth). Beyond: 429 rate_limited.
+	RateLimit float64
+	RateBurst int
 }
 
 // Default returns a Config with every parameter at its default.
@@ -181,10 +192,15 @@ func Default() Config {
 			WriteTimeout: httpapi.WriteTimeoutDefault,
 			IdleTimeout:  httpapi.IdleTimeoutDefault,
 			MaxBodyBytes: httpapi.MaxBodyBytesDefault,
+			// Rate limiting is off (0): behind a proxy, or with a load generator on loopback,
+			// every request comes from one address.
+			MaxConnections: httpapi.MaxConnectionsDefault,
 		},
 		ShutdownTimeout:            ShutdownTimeoutDefault,
 		HealthTimeout:              httpapi.HealthTimeoutDefault,
 		DIDMethod:                  sidetree.MethodDefault,
+		MaxOperationsPerDID:        sidetree.MaxOperationsPerDIDDefault,
+		MaxDocumentBytes:           sidetree.MaxDocumentBytesDefault,
 		SignatureAlgorithms:        string(sidetree.ES256K),
 		BatchWriterTimeout:         batch.TimeoutDefault,
 		MaxOperationCount:          batch.MaxOperationCountDefault,
@@ -235,7 +251,10 @@ func (c *Config) Redelivery() pubsub.RedeliveryConfig {
 
 // SidetreeProfile returns the validation profile the configuration selects.
 func (c *Config) SidetreeProfile() sidetree.Profile {
-	p := sidetree.Profile{Method: c.DIDMethod, MaxDeltaSize: sidetree.MaxDeltaSizeDefault}
+	p := sidetree.Profile{
+		Method: c.DIDMethod, MaxDeltaSize: sidetree.MaxDeltaSizeDefault,
+		MaxOperationsPerDID: c.MaxOperationsPerDID, MaxDocumentBytes: c.MaxDocumentBytes,
+	}
 	for _, a := range strings.Split(c.SignatureAlgorithms, ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			p.Algorithms = append(p.Algorithms, sidetree.Algorithm(a))
@@ -299,6 +318,12 @@ func (c *Config) Validate() error {
 	if c.HTTP.MaxBodyBytes < 1024 {
 		return &ParamError{Param: "http-max-body-bytes", Value: fmt.Sprint(c.HTTP.MaxBodyBytes), Err: fmt.Errorf("must be at least 1024")}
 	}
+	if c.HTTP.RateLimit < 0 || math.IsNaN(c.HTTP.RateLimit) || math.IsInf(c.HTTP.RateLimit, 0) {
+		return &ParamError{Param: "http-rate-limit", Value: fmt.Sprint(c.HTTP.RateLimit), Err: fmt.Errorf("must be a finite number, 0 (off) or more")}
+	}
+	if c.HTTP.RateBurst < 0 {
+		return &ParamError{Param: "http-rate-burst", Value: fmt.Sprint(c.HTTP.RateBurst), Err: fmt.Errorf("must be 0 (one second's worth) or more")}
+	}
 	if err := c.SidetreeProfile().Validate(); err != nil {
 		return &ParamError{Param: "did-method", Value: c.DIDMethod + " / " + c.SignatureAlgorithms, Err: err}
 	}
@@ -308,6 +333,9 @@ func (c *Config) Validate() error {
 		min  int
 	}{
 		{"max-operation-count", c.MaxOperationCount, 1},
+		{"http-max-connections", c.HTTP.MaxConnections, 1},
+		{"max-operations-per-did", c.MaxOperationsPerDID, 1},
+		{"max-document-bytes", c.MaxDocumentBytes, 1024},
 		{"op-queue-max-backlog", c.OpQueueMaxBacklog, 1},
 		{"mq-redelivery-max-attempts", c.RedeliveryMaxAttempts, 1},
 		{"mq-publisher-channel-pool-size", c.MQPublisherChannelPoolSize, 1},

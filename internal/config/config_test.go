@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/param"
 )
 
@@ -37,6 +38,24 @@ func TestLoadPrecedence(t *testing.T) {
 	require.Equal(t, 3*time.Second, c.HTTP.ReadTimeout, "environment wins over default")
 }
 
+func TestLoadLimits(t *testing.T) {
+	t.Parallel()
+	c, err := Load([]string{"--http-max-connections", "64", "--http-rate-limit", "2.5", "--max-operations-per-did", "50"},
+		env(map[string]string{"ANCHORD_HTTP_RATE_BURST": "10", "ANCHORD_MAX_DOCUMENT_BYTES": "4096"}), nil)
+	require.NoError(t, err)
+	require.Equal(t, HTTPConfig{
+		ReadTimeout: httpapi.ReadTimeoutDefault, WriteTimeout: httpapi.WriteTimeoutDefault, IdleTimeout: httpapi.IdleTimeoutDefault,
+		MaxBodyBytes: httpapi.MaxBodyBytesDefault, MaxConnections: 64, RateLimit: 2.5, RateBurst: 10,
+	}, c.HTTP)
+	p := c.SidetreeProfile()
+	require.Equal(t, 50, p.MaxOperationsPerDID)
+	require.Equal(t, 4096, p.MaxDocumentBytes)
+
+	d := Default()
+	require.Equal(t, httpapi.MaxConnectionsDefault, d.HTTP.MaxConnections)
+	require.Zero(t, d.HTTP.RateLimit, "rate limiting is off by default")
+}
+
 func TestLoadErrorsNameTheParameter(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -54,6 +73,12 @@ func TestLoadErrorsNameTheParameter(t *testing.T) {
 		{"bad host", []string{"--host-url", "localhost"}, nil, "--host-url"},
 		{"stray argument", []string{"extra"}, nil, "unexpected argument"},
 		{"missing value", []string{"--host-url"}, nil, "--host-url needs a value"},
+		{"no connections", []string{"--http-max-connections", "0"}, nil, "--http-max-connections"},
+		{"negative rate", []string{"--http-rate-limit", "-1"}, nil, "--http-rate-limit"},
+		{"infinite rate", []string{"--http-rate-limit", "+Inf"}, nil, "--http-rate-limit"},
+		{"negative burst", nil, map[string]string{"ANCHORD_HTTP_RATE_BURST": "-2"}, "--http-rate-burst"},
+		{"tiny documents", []string{"--max-document-bytes", "10"}, nil, "--max-document-bytes"},
+		{"no operations", []string{"--max-operations-per-did", "0"}, nil, "--max-operations-per-did"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

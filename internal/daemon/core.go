@@ -117,6 +117,7 @@ func (c *core) serve() (*httpapi.Server, error) {
 	srv, err := httpapi.New(httpapi.Config{
 		Listener: c.apiLn, ReadTimeout: c.cfg.HTTP.ReadTimeout, WriteTimeout: c.cfg.HTTP.WriteTimeout,
 		IdleTimeout: c.cfg.HTTP.IdleTimeout, MaxBodyBytes: c.cfg.HTTP.MaxBodyBytes,
+		MaxConnections: c.cfg.HTTP.MaxConnections, RateLimit: c.cfg.HTTP.RateLimit, RateBurst: c.cfg.HTTP.RateBurst,
 		ShutdownTimeout: c.cfg.ShutdownTimeout, HealthTimeout: c.cfg.HealthTimeout,
 		Checks: c.checks, Gatherer: c.reg, Routes: mountAll(c.routes), Guard: auth.Wrap,
 		Logger: c.log("http"), Registerer: c.reg,

@@ -178,6 +178,6 @@ func (c AdminConfig) writeAdminError(w http.ResponseWriter, r *http.Request, err
 	default:
 		c.Logger.ErrorContext(r.Context(), "admin dead letters", "error", err)
 		w.Header().Set("Retry-After", "1")
-		WriteError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
+		WriteError(w, http.StatusServiceUnavailable, "unavailable", "dead letters unavailable")
 	}
 }

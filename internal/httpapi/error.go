@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"unicode/utf8"
 )
 
 // ErrorBody is the JSON body of every error response, as the Sidetree REST API specifies.
@@ -11,8 +12,20 @@ type ErrorBody struct {
 	Message string `json:"message"`
 }
 
-// WriteError writes status with a {"code","message"} body.
+// MaxMessageBytes bounds the message of an error body. Messages quote client input only by short
+// excerpts (jsontree.QuoteExcerpt); this bound holds even where one was missed.
+const MaxMessageBytes = 256
+
+// WriteError writes status with a {"code","message"} body. A message longer than
+// MaxMessageBytes is cut (at a rune boundary) and ends with "...".
 func WriteError(w http.ResponseWriter, status int, code, message string) {
+	if len(message) > MaxMessageBytes {
+		n := MaxMessageBytes - len("...")
+		for n > 0 && !utf8.RuneStart(message[n]) {
+			n--
+		}
+		message = message[:n] + "..."
+	}
 	writeJSON(w, status, ErrorBody{Code: code, Message: message})
 }
 

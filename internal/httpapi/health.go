@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"sort"
 	"sync"
@@ -28,10 +29,13 @@ type CheckReport struct {
 type healthHandler struct {
 	checks  map[string]CheckFunc
 	timeout time.Duration
+	logger  *slog.Logger
 }
 
 // ServeHTTP runs every check concurrently, each under the health timeout, and answers 200 when
-// all are up and 503 when any is down.
+// all are up and 503 when any is down. A failed check's error goes to the log, not the body: it
+// names internal addresses ("dial tcp 10.0.0.5:5432"), users and databases, and /healthcheck is
+// public.
 func (h *healthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	names := make([]string, 0, len(h.checks))
 	for n := range h.checks {
@@ -47,8 +51,15 @@ func (h *healthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			err := h.checks[n](ctx)
 			rep := CheckReport{Status: "up", LatencyMS: float64(time.Since(start).Microseconds()) / 1000}
+			switch {
+			case err == nil:
+			case ctx.Err() != nil:
+				rep.Status, rep.Error = "down", "no answer within "+h.timeout.String()
+			default:
+				rep.Status, rep.Error = "down", "check failed; see the server log"
+			}
 			if err != nil {
-				rep.Status, rep.Error = "down", err.Error()
+				h.logger.WarnContext(r.Context(), "health check failed", "check", n, "error", err)
 			}
 			reports[i] = rep
 		})

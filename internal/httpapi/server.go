@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"time"
@@ -25,6 +26,11 @@ const (
 	MaxBodyBytesDefault    = 64 << 10
 	ShutdownTimeoutDefault = 4 * time.Second
 	HealthTimeoutDefault   = 2 * time.Second
+	// MaxConnectionsDefault is far above what a load generator on loopback opens (256) and
+	// within the file descriptors a default Linux process may hold once Go raises its soft limit.
+	MaxConnectionsDefault = 4096
+	// RateClientsDefault bounds the clients the rate limiter tracks (about 200 bytes each).
+	RateClientsDefault = 65536
 )
 
 // Config configures the server.
@@ -38,6 +44,19 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	HealthTimeout   time.Duration
 
+	// MaxConnections caps the connections served at once. A connection beyond it gets its first
+	// request answered 503 too_many_connections with Retry-After and is closed; one beyond it by
+	// another quarter (at least 16) is closed unanswered. Negative is invalid.
+	MaxConnections int
+	// RateLimit is the sustained requests per second one client (an IPv4 address, an IPv6 /64)
+	// may send; beyond it a request gets 429 rate_limited with Retry-After. 0, the default,
+	// turns rate limiting off: a load generator on loopback is one client. RateBurst is how many
+	// requests a client may send at once (default: one second's worth, at least 1). RateClients
+	// bounds the clients tracked; clients beyond it share one bucket.
+	RateLimit   float64
+	RateBurst   int
+	RateClients int
+
 	// Checks are the dependencies /healthcheck reports, by name ("database", "broker").
 	Checks map[string]CheckFunc
 	// Gatherer serves /metrics; nil disables the route.
@@ -45,8 +64,8 @@ type Config struct {
 	// Routes registers further routes (the Sidetree API) on the mux; patterns use Go 1.22
 	// ServeMux syntax and are used as the route label of the request metrics.
 	Routes func(mux *http.ServeMux)
-	// Guard, if set, wraps every route: an authorization check (TokenAuth.Wrap, AdminAuth).
-	// Its refusals are answered before the request metrics see the request.
+	// Guard, if set, wraps every route: an authorization check (TokenAuth.Wrap, AdminAuth). It
+	// runs after the limits and inside the request metrics.
 	Guard func(http.Handler) http.Handler
 	// Listener, if set, is used instead of listening on Addr: the daemon binds its ports
 	// before anything else, so that a port in use stops it before it joins a cluster.
@@ -60,7 +79,8 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	logger   *slog.Logger
-	listener net.Listener
+	listener *connLimiter
+	front    *front
 	srv      *http.Server
 }
 
@@ -73,6 +93,12 @@ func New(cfg Config) (*Server, error) {
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, MaxBodyBytesDefault)
 	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, ShutdownTimeoutDefault)
 	cfg.HealthTimeout = cmp.Or(cfg.HealthTimeout, HealthTimeoutDefault)
+	if cfg.MaxConnections < 0 || cfg.RateLimit < 0 || math.IsNaN(cfg.RateLimit) || math.IsInf(cfg.RateLimit, 0) || cfg.RateBurst < 0 || cfg.RateClients < 0 {
+		return nil, fmt.Errorf("http server: MaxConnections, RateLimit, RateBurst and RateClients must be finite and not negative")
+	}
+	cfg.MaxConnections = cmp.Or(cfg.MaxConnections, MaxConnectionsDefault)
+	cfg.RateBurst = cmp.Or(cfg.RateBurst, max(1, int(math.Ceil(cfg.RateLimit))))
+	cfg.RateClients = cmp.Or(cfg.RateClients, RateClientsDefault)
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -87,7 +113,7 @@ func New(cfg Config) (*Server, error) {
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("GET /healthcheck", &healthHandler{checks: cfg.Checks, timeout: cfg.HealthTimeout})
+	mux.Handle("GET /healthcheck", &healthHandler{checks: cfg.Checks, timeout: cfg.HealthTimeout, logger: logger})
 	if cfg.Gatherer != nil {
 		mux.Handle("GET /metrics", metricsHandler(cfg.Gatherer))
 	}
@@ -95,21 +121,23 @@ func New(cfg Config) (*Server, error) {
 		cfg.Routes(mux)
 	}
 
+	h := &front{mux: mux, next: mux, m: m, logger: logger, maxBody: cfg.MaxBodyBytes}
+	if cfg.Guard != nil {
+		h.next = cfg.Guard(mux)
+	}
+	if cfg.RateLimit > 0 {
+		h.rate = newRateLimiter(cfg.RateLimit, cfg.RateBurst, cfg.RateClients)
+	}
 	ln := cfg.Listener
 	if ln == nil {
 		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
 			return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 		}
 	}
-	handler := instrument(mux, m, logger, cfg.MaxBodyBytes)
-	if cfg.Guard != nil {
-		// Outside the instrumentation, whose route labels come from the mux: refused requests
-		// are not counted per route.
-		handler = cfg.Guard(handler)
-	}
-	s := &Server{cfg: cfg, logger: logger, listener: ln}
+	s := &Server{cfg: cfg, logger: logger, listener: newConnLimiter(ln, cfg.MaxConnections, m), front: h}
 	s.srv = &http.Server{
-		Handler:           handler,
+		Handler:           h,
+		ConnContext:       connContext,
 		ReadTimeout:       cfg.ReadTimeout,
 		ReadHeaderTimeout: min(cfg.ReadTimeout, 5*time.Second),
 		WriteTimeout:      cfg.WriteTimeout,

@@ -27,6 +27,12 @@ type testBundle struct {
 
 func setup(t *testing.T, cfg Config) *testBundle {
 	t.Helper()
+	return setupWith(t, cfg, nil)
+}
+
+// setupWith is setup with a hook that runs after New and before Run (to Init test signals).
+func setupWith(t *testing.T, cfg Config, before func(*Server)) *testBundle {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.Registerer = reg
@@ -34,6 +40,9 @@ func setup(t *testing.T, cfg Config) *testBundle {
 	cfg.Logger = anchordtest.Logger(t)
 	srv, err := New(cfg)
 	require.NoError(t, err)
+	if before != nil {
+		before(srv)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
@@ -71,14 +80,15 @@ func TestHealthcheck(t *testing.T) {
 	require.Equal(t, "up", rep.Checks["database"].Status)
 	require.Equal(t, "up", rep.Checks["broker"].Status)
 
-	brokerErr = errors.New("connection refused")
+	brokerErr = errors.New("dial tcp 10.0.0.5:5672: connect: connection refused")
 	code, body = get(t, b.base+"/healthcheck")
 	require.Equal(t, http.StatusServiceUnavailable, code)
 	require.NoError(t, json.Unmarshal(body, &rep))
 	require.Equal(t, "down", rep.Status)
 	require.Equal(t, "up", rep.Checks["database"].Status)
 	require.Equal(t, "down", rep.Checks["broker"].Status)
-	require.Equal(t, "connection refused", rep.Checks["broker"].Error)
+	require.Equal(t, "check failed; see the server log", rep.Checks["broker"].Error)
+	require.NotContains(t, string(body), "10.0.0.5", "internal addresses stay in the log")
 }
 
 func TestHealthcheckTimesOutAHangingDependency(t *testing.T) {
@@ -87,9 +97,10 @@ func TestHealthcheckTimesOutAHangingDependency(t *testing.T) {
 		"database": func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() },
 	}})
 	start := time.Now()
-	code, _ := get(t, b.base+"/healthcheck")
+	code, body := get(t, b.base+"/healthcheck")
 	require.Equal(t, http.StatusServiceUnavailable, code)
 	require.Less(t, time.Since(start), 5*time.Second)
+	require.Contains(t, string(body), "no answer within 100ms")
 }
 
 func TestMetricsRouteAndRequestMetrics(t *testing.T) {
@@ -179,6 +190,15 @@ func TestRunDrainsInFlightRequests(t *testing.T) {
 	b.done <- nil // let the cleanup's wait succeed
 	_, err := http.Get(b.base + "/healthcheck")
 	require.Error(t, err, "no longer accepting")
+}
+
+func TestNewRefusesNegativeLimits(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []Config{{MaxConnections: -1}, {RateLimit: -1}, {RateBurst: -1}, {RateClients: -1}} {
+		cfg.Addr = "127.0.0.1:0"
+		_, err := New(cfg)
+		require.ErrorContains(t, err, "must be finite and not negative")
+	}
 }
 
 func TestNewReportsAddressInUse(t *testing.T) {

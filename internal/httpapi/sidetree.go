@@ -81,7 +81,9 @@ func (c SidetreeConfig) postOperation(w http.ResponseWriter, r *http.Request) {
 			WriteError(w, http.StatusRequestEntityTooLarge, "request_too_large", "request body exceeds "+strconv.FormatInt(mbe.Limit, 10)+" bytes")
 			return
 		}
-		WriteError(w, http.StatusBadRequest, "invalid_request", "read request body: "+err.Error())
+		// The error names the connection's addresses; the client needs none of it.
+		c.Logger.DebugContext(r.Context(), "read request body", "error", err)
+		WriteError(w, http.StatusBadRequest, "invalid_request", "could not read the request body")
 		return
 	}
 	resp, err := c.Operations.Submit(r.Context(), body)
@@ -104,8 +106,11 @@ func (c SidetreeConfig) writeOperationError(w http.ResponseWriter, r *http.Reque
 	case errors.As(err, &se):
 		WriteError(w, http.StatusBadRequest, string(se.Code), se.Message)
 	case errors.Is(err, intake.ErrRetryLater):
+		// Frequent under load (the backlog is full), so at Debug; the cause may name internal
+		// addresses and stays out of the body.
+		c.Logger.DebugContext(r.Context(), "operation not accepted", "error", err)
 		w.Header().Set("Retry-After", strconv.Itoa(int((c.RetryAfter+time.Second-1)/time.Second)))
-		WriteError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
+		WriteError(w, http.StatusServiceUnavailable, "unavailable", intake.ErrRetryLater.Error())
 	case r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.
 		WriteError(w, http.StatusServiceUnavailable, "canceled", "request canceled")
@@ -149,7 +154,7 @@ func (c SidetreeConfig) getCAS(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "not_found", "no content for this CID")
 		return
 	case c.CASInvalid != nil && errors.Is(err, c.CASInvalid):
-		WriteError(w, http.StatusBadRequest, "invalid_cid", err.Error())
+		WriteError(w, http.StatusBadRequest, "invalid_cid", "not a CID: expected CIDv0 (Qm...) or base32 CIDv1 (b...)")
 		return
 	case err != nil:
 		c.Logger.ErrorContext(r.Context(), "cas get", "error", err)

@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -60,7 +62,11 @@ func sidetreeServer(t *testing.T, maxBody int64) string {
 			case "bad":
 				return nil, fmt.Errorf("validate: %w", sidetree.Errorf(sidetree.CodeInvalidSignature, "signature does not verify"))
 			case "full":
-				return nil, fmt.Errorf("%w: queue full", intake.ErrRetryLater)
+				return nil, fmt.Errorf("%w: read DID state: dial tcp 10.9.8.7:5432: connect: connection refused", intake.ErrRetryLater)
+			}
+			if strings.HasPrefix(string(body), "echo") {
+				// A message that repeats the whole input, as a careless one would.
+				return nil, sidetree.Errorf(sidetree.CodeInvalidProperty, "bad value %s", body)
 			}
 			return nil, errors.New("disk on fire")
 		}),
@@ -141,6 +147,14 @@ func TestPostOperationStatusMapping(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	require.Equal(t, "2", resp.Header.Get("Retry-After"))
 	require.Equal(t, "unavailable", errorCode(t, body))
+	require.NotContains(t, string(body), "10.9.8.7", "internal addresses stay in the log")
+
+	resp, body = do(t, http.MethodPost, url, "echo"+strings.Repeat("z", 4000))
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	var eb ErrorBody
+	require.NoError(t, json.Unmarshal(body, &eb))
+	require.LessOrEqual(t, len(eb.Message), MaxMessageBytes)
+	require.True(t, strings.HasSuffix(eb.Message, "..."))
 
 	resp, body = do(t, http.MethodPost, url, strings.Repeat("x", 4097))
 	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
@@ -153,6 +167,28 @@ func TestPostOperationStatusMapping(t *testing.T) {
 
 	resp, _ = do(t, http.MethodGet, url, "")
 	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+}
+
+func TestBodyReadErrorNamesNoAddress(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{ReadTimeout: 300 * time.Millisecond, Routes: SidetreeRoutes(SidetreeConfig{
+		Operations: opsFunc(func(context.Context, []byte) ([]byte, error) { return nil, errors.New("never called") }),
+	})})
+	conn, err := net.Dial("tcp", b.srv.Addr())
+	require.NoError(t, err)
+	defer conn.Close()
+	// Promise 100 bytes and send 5: the server's read times out, with an error that names both
+	// ends of the connection.
+	_, err = fmt.Fprintf(conn, "POST /sidetree/v1/operations HTTP/1.1\r\nHost: test\r\nContent-Length: 100\r\n\r\nshort")
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Equal(t, "invalid_request", errorCode(t, body))
+	require.NotContains(t, string(body), "127.0.0.1")
 }
 
 func TestGetIdentifierStatusMapping(t *testing.T) {
@@ -181,8 +217,10 @@ func TestGetCAS(t *testing.T) {
 	require.Equal(t, []byte{1, 2, 3}, body)
 	resp, _ = do(t, http.MethodGet, base+"/cas/QmGone", "")
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
-	resp, _ = do(t, http.MethodGet, base+"/cas/nonsense", "")
+	resp, body = do(t, http.MethodGet, base+"/cas/nonsense", "")
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Equal(t, "invalid_cid", errorCode(t, body))
+	require.NotContains(t, string(body), "nonsense", "the CID is not echoed")
 }
 
 func TestGetAnchorsPages(t *testing.T) {

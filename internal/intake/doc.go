@@ -1,6 +1,7 @@
 // Package intake accepts operation requests: it validates each one statelessly (Sidetree
 // rules, signature, delta hash), refuses a second operation for a DID that already has one
-// pending, checks it against the DID's current anchored state, and queues it durably. Only
+// pending, checks it against the DID's current anchored state and against what one DID may grow
+// to (sidetree.Profile's operation and document-size limits), and queues it durably. Only
 // then does the caller answer 200.
 //
 // "Pending" covers an operation from the moment intake reserves its DID until the anchor that

@@ -121,6 +121,10 @@ func (s *Service) accept(ctx context.Context, op *sidetree.Operation, st *sidetr
 		s.m.rejected.WithLabelValues(string(sidetree.CodeOf(err))).Inc()
 		return nil, err
 	}
+	if err := st.CheckLimits(s.cfg.Profile, op); err != nil {
+		s.m.rejected.WithLabelValues(string(sidetree.CodeOf(err))).Inc()
+		return nil, err
+	}
 	if err := s.q.Add(ctx, opqueue.NewOp{OpID: opID, Suffix: op.Suffix, Type: string(op.Type), Request: op.Request, Parsed: op}); err != nil {
 		if errors.Is(err, opqueue.ErrPushback) {
 			s.m.rejected.WithLabelValues("backlog").Inc()

@@ -3,6 +3,8 @@ package intake
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -137,6 +139,56 @@ func TestRejections(t *testing.T) {
 	}
 	require.Empty(t, b.queue.added)
 	require.Zero(t, b.pending.Len(), "rejections release their reservation")
+}
+
+func TestDIDGrowthLimits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	profile := sidetree.DefaultProfile()
+	profile.MaxOperationsPerDID = 3
+	profile.MaxDocumentBytes = 1024
+	svc, err := New(Config{Profile: profile}, b.queue, b.ledger.state, b.pending)
+	require.NoError(t, err)
+	ctx := context.Background()
+	service := func(id string, n int) wallet.Patch {
+		return wallet.AddServices(wallet.Service{ID: id, Type: "LinkedDomains", Endpoint: "https://example.org/" + strings.Repeat("x", n)})
+	}
+
+	alice, create, err := b.wallet.Create()
+	require.NoError(t, err)
+	b.ledger.anchor(t, create)
+
+	// A delta within MaxDeltaSize whose service would take the document past 1 KiB.
+	saved := *alice
+	big, err := b.wallet.Update(alice, service("big", 700))
+	require.NoError(t, err)
+	_, err = svc.Submit(ctx, big)
+	require.Equal(t, sidetree.CodeDocumentTooLarge, code(err), "%v", err)
+	require.Contains(t, err.Error(), "more than the limit of 1024")
+	*alice = saved
+
+	for i := range 2 { // operations 2 and 3 of 3
+		u, err := b.wallet.Update(alice, service("s"+strconv.Itoa(i), 10))
+		require.NoError(t, err)
+		_, err = svc.Submit(ctx, u)
+		require.NoError(t, err)
+		b.ledger.anchor(t, u)
+	}
+	u, err := b.wallet.Update(alice, service("s9", 10))
+	require.NoError(t, err)
+	_, err = svc.Submit(ctx, u)
+	require.Equal(t, sidetree.CodeTooManyOperations, code(err), "%v", err)
+	saved = *alice
+	rec, err := b.wallet.Recover(alice)
+	require.NoError(t, err)
+	_, err = svc.Submit(ctx, rec)
+	require.Equal(t, sidetree.CodeTooManyOperations, code(err), "a recover grows the history too")
+	*alice = saved
+
+	deact, err := b.wallet.Deactivate(alice)
+	require.NoError(t, err)
+	_, err = svc.Submit(ctx, deact)
+	require.NoError(t, err, "a DID at its limit can still be deactivated")
 }
 
 func TestSecondOperationWhilePendingIsRefused(t *testing.T) {

@@ -1,9 +1,11 @@
 package sidetree_test
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/anchord/anchord/internal/sidetree"
+	"github.com/anchord/anchord/internal/sidetree/wallet"
 )
 
 // BenchmarkParseCreate is intake validation of a create (the DIF vector).
@@ -44,5 +46,47 @@ func BenchmarkResolve(b *testing.B) {
 		if st := sidetree.Resolve(p, d.id.Suffix, ops); st.LastSequence != 21 {
 			b.Fatal("not all applied")
 		}
+	}
+}
+
+// growingHistory is a create and n updates, each adding a service under a new id and every
+// tenth also removing the five oldest: the document grows with the history, as a DID that
+// rotates in new endpoints does.
+func growingHistory(b *testing.B, n int) ([]sidetree.AnchoredOperation, string) {
+	b.Helper()
+	d, create := newDID(b)
+	bodies := make([][]byte, 0, n+1)
+	bodies = append(bodies, create)
+	oldest := 0
+	for i := range n {
+		patches := []wallet.Patch{service("s" + strconv.Itoa(i))}
+		if i%10 == 9 {
+			ids := make([]string, 0, 5)
+			for range 5 {
+				ids = append(ids, "s"+strconv.Itoa(oldest))
+				oldest++
+			}
+			patches = append(patches, wallet.RemoveServices(ids...))
+		}
+		bodies = append(bodies, d.update(b, patches...))
+	}
+	return history(bodies...), d.id.Suffix
+}
+
+// BenchmarkResolveHistory resolves DIDs with 100, 1,000 and 10,000 updates. Resolution must be
+// linear in the history: ns/operation (time per anchored operation) stays flat as it grows.
+func BenchmarkResolveHistory(b *testing.B) {
+	p := sidetree.DefaultProfile()
+	for _, n := range []int{100, 1_000, 10_000} {
+		b.Run("ops="+strconv.Itoa(n), func(b *testing.B) {
+			ops, suffix := growingHistory(b, n)
+			b.ReportAllocs()
+			for b.Loop() {
+				if st := sidetree.Resolve(p, suffix, ops); st == nil || st.LastSequence != uint64(n+1) {
+					b.Fatal("not all applied")
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n+1), "ns/operation")
+		})
 	}
 }

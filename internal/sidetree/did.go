@@ -58,7 +58,7 @@ func ParseDID(p Profile, did string) (*DID, error) {
 		d.Suffix = rest
 	}
 	if _, err := DecodeMultihash(d.Suffix); err != nil {
-		return nil, Wrap(CodeInvalidDID, err, "DID suffix %q", d.Suffix)
+		return nil, Wrap(CodeInvalidDID, err, "DID suffix %s", jsontree.QuoteExcerpt(d.Suffix))
 	}
 	if d.LongForm == "" {
 		return d, nil

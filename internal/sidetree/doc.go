@@ -14,6 +14,9 @@
 //     DID.Create is the embedded create operation.
 //   - (*State).Check(*Operation) error tests an operation against the DID's current state (nil
 //     state: the DID has no anchored create).
+//   - (*State).CheckLimits(Profile, *Operation) error tests it against what one DID may grow
+//     to: Profile.MaxOperationsPerDID anchored operations and a rendered document of
+//     Profile.MaxDocumentBytes (codes too_many_operations, document_too_large).
 //   - RenderCreateResponse(Profile, *Operation) is the body of a successful create.
 //
 // Resolution:
@@ -31,8 +34,9 @@
 //
 // # Profile
 //
-// Profile{Method, Algorithms, MaxDeltaSize}; the zero value and DefaultProfile() mean method
-// "sidetree", ES256K only, 1000-byte deltas: ION's rules. Method may carry a network segment
+// Profile{Method, Algorithms, MaxDeltaSize, MaxOperationsPerDID, MaxDocumentBytes}; the zero
+// value and DefaultProfile() mean method "sidetree", ES256K only, 1000-byte deltas (ION's rules),
+// at most 1,000 operations per DID and 64 KiB documents (ours: ION has no such bounds). Method may carry a network segment
 // ("ion:test"). Adding EdDSA to Algorithms also accepts Ed25519 update/recovery keys as the JWK
 // {"kty":"OKP","crv":"Ed25519","x"}; reveal values and commitments hash exactly that 3-member
 // JWK (as transmute's vectors do; core-go's JWK struct would add "y":"" and hash differently).
@@ -84,6 +88,12 @@
 // same anchor as the last applied one does not apply (the reference implementation detects
 // "applied" by a changed transaction number). Nothing an operation contains can make Resolve
 // fail or panic.
+//
+// Resolution costs time linear in the DID's history (plus the sort): one resolution owns its
+// state and changes it in place, patches cost their own size (entries indexed by id), and each
+// commitment is expected at most once, so each operation is tried at most once. The per-DID
+// limits are enforced at intake only: applying them during resolution would make this package
+// resolve some anchored histories differently from the reference implementation.
 //
 // RenderResolution reproduces DocumentComposer.transformToExternalDocument. Member order follows
 // the DIF vector files: in didDocumentMetadata they put canonicalId/equivalentId before method and

@@ -78,7 +78,7 @@ func parsePublicKeys(v *jsontree.Value, path string) ([]PublicKey, *Error) {
 		}
 		for _, m := range e.Members {
 			if !contains([]string{"id", "type", "purposes", "publicKeyJwk"}, m.Name) {
-				return nil, Errorf(CodeInvalidPublicKey, "%s: member %q is not allowed in a public key", p, m.Name)
+				return nil, Errorf(CodeInvalidPublicKey, "%s: member %s is not allowed in a public key", p, jsontree.QuoteExcerpt(m.Name))
 			}
 		}
 		jwk := e.Member("publicKeyJwk")
@@ -90,7 +90,7 @@ func parsePublicKeys(v *jsontree.Value, path string) ([]PublicKey, *Error) {
 		}
 		for _, m := range jwk.Members {
 			if isPrivateJWKMember(m.Name) {
-				return nil, Errorf(CodeInvalidPublicKey, "%s.publicKeyJwk contains private key member %q", p, m.Name)
+				return nil, Errorf(CodeInvalidPublicKey, "%s.publicKeyJwk contains private key member %s", p, jsontree.QuoteExcerpt(m.Name))
 			}
 		}
 		typ := e.Member("type")

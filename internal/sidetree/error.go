@@ -38,13 +38,15 @@ const (
 	CodeInvalidLongFormDID   Code = "invalid_long_form_did"  // long-form initial state rejected
 )
 
-// Codes of checks against a DID's current state ((*State).Check).
+// Codes of checks against a DID's current state ((*State).Check and CheckLimits).
 const (
 	CodeDIDNotFound        Code = "did_not_found"
 	CodeDIDDeactivated     Code = "did_deactivated"
 	CodeDIDAlreadyExists   Code = "did_already_exists"
 	CodeCommitmentMismatch Code = "commitment_mismatch" // revealed key is not the one currently committed to
 	CodeNoUpdateCommitment Code = "no_update_commitment"
+	CodeTooManyOperations  Code = "too_many_operations" // the DID has Profile.MaxOperationsPerDID operations
+	CodeDocumentTooLarge   Code = "document_too_large"  // the document would exceed Profile.MaxDocumentBytes
 )
 
 // Codes of batch files and anchor strings (package batchfile uses them with this type).

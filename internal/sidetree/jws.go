@@ -57,7 +57,7 @@ func parseCompactJWSString(s string, p Profile, path string) (*compactJWS, *Erro
 	}
 	alg := Algorithm(algValue.Str)
 	if alg != ES256K && alg != EdDSA || !p.allows(alg) {
-		return nil, Errorf(CodeUnsupportedAlgorithm, "%s: alg %q is not accepted (profile algorithms: %s)", path, algValue.Str, p.algorithmList())
+		return nil, Errorf(CodeUnsupportedAlgorithm, "%s: alg %s is not accepted (profile algorithms: %s)", path, jsontree.QuoteExcerpt(algValue.Str), p.algorithmList())
 	}
 	sig, err := decodeBase64URL(sigPart)
 	if err != nil {
@@ -82,7 +82,7 @@ func parseCompactJWSString(s string, p Profile, path string) (*compactJWS, *Erro
 func exactMembers(obj *jsontree.Value, names []string, code Code, path string) *Error {
 	for _, m := range obj.Members {
 		if !contains(names, m.Name) {
-			return Errorf(code, "%s: member %q is not allowed (expected exactly %s)", path, m.Name, strings.Join(names, ", "))
+			return Errorf(code, "%s: member %s is not allowed (expected exactly %s)", path, jsontree.QuoteExcerpt(m.Name), strings.Join(names, ", "))
 		}
 	}
 	for _, n := range names {

@@ -43,7 +43,7 @@ func parseSigningKey(v *jsontree.Value, p Profile, headerAlg Algorithm, path str
 	}
 	for _, m := range v.Members {
 		if !contains(allowed, m.Name) {
-			return nil, Errorf(CodeInvalidKey, "%s: member %q is not allowed in a %s JWK", path, m.Name, keyName(k.alg))
+			return nil, Errorf(CodeInvalidKey, "%s: member %s is not allowed in a %s JWK", path, jsontree.QuoteExcerpt(m.Name), keyName(k.alg))
 		}
 	}
 	if k.alg == ES256K {

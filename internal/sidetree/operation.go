@@ -103,7 +103,7 @@ func parseOperation(body []byte, p Profile, mode parseMode) (*Operation, *Error)
 	case OperationUpdate, OperationRecover, OperationDeactivate:
 		return parseSigned(&v, typ, p, mode)
 	default:
-		return nil, Errorf(CodeUnknownOperationType, "type %q is not create, update, recover or deactivate", t.Str)
+		return nil, Errorf(CodeUnknownOperationType, "type %s is not create, update, recover or deactivate", jsontree.QuoteExcerpt(t.Str))
 	}
 }
 

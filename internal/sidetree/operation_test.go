@@ -388,6 +388,8 @@ func TestProfileValidate(t *testing.T) {
 		{sidetree.Profile{Method: "Ion"}, false},
 		{sidetree.Profile{Algorithms: []sidetree.Algorithm{"ES256"}}, false},
 		{sidetree.Profile{MaxDeltaSize: -1}, false},
+		{sidetree.Profile{MaxOperationsPerDID: -1}, false},
+		{sidetree.Profile{MaxDocumentBytes: -1}, false},
 	} {
 		if tc.ok {
 			require.NoError(t, tc.p.Validate(), "%+v", tc.p)
@@ -424,4 +426,43 @@ func FuzzParseOperation(f *testing.F) {
 		require.Equal(t, string(op.Request), string(again.Request))
 		require.Equal(t, op.Suffix, again.Suffix)
 	})
+}
+
+// A rejection names the offending input by a short excerpt, never all of it.
+func TestRejectionsEchoAShortPrefix(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 40_000)
+	p := sidetree.DefaultProfile()
+	for name, parse := range map[string]func() error{
+		"type": func() error {
+			_, err := sidetree.ParseOperation([]byte(`{"type":"`+long+`"}`), p)
+			return err
+		},
+		"duplicate member": func() error {
+			_, err := sidetree.ParseOperation([]byte(`{"`+long+`":1,"`+long+`":1}`), p)
+			return err
+		},
+		"unknown member": func() error {
+			r := decodeRequest(t, difOperation(t, "create"))
+			r[long] = 1
+			_, err := sidetree.ParseOperation(r.bytes(t), p)
+			return err
+		},
+		"patch action": func() error {
+			r := decodeRequest(t, difOperation(t, "create"))
+			r.delta()["patches"] = []any{map[string]any{"action": long[:900]}}
+			_, err := sidetree.ParseOperation(r.bytes(t), p)
+			return err
+		},
+		"DID suffix": func() error {
+			_, err := sidetree.ParseDID(p, "did:sidetree:"+long)
+			return err
+		},
+	} {
+		err := parse()
+		var se *sidetree.Error
+		require.ErrorAs(t, err, &se, name)
+		require.Less(t, len(se.Message), 200, "%s: %s", name, se.Message)
+		require.NotContains(t, se.Message, strings.Repeat("x", 33), name)
+	}
 }

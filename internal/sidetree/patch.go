@@ -1,7 +1,6 @@
 package sidetree
 
 import (
-	"slices"
 	"strconv"
 
 	"github.com/anchord/anchord/internal/sidetree/jsontree"
@@ -80,9 +79,9 @@ func parsePatch(v *jsontree.Value, path string) (Patch, *Error) {
 			p.IDs, err = parseIDs(v.Member("ids"), path+".ids")
 		}
 	case "ietf-json-patch":
-		err = Errorf(CodeUnknownPatchAction, "%s.action %q is not supported (as in ION)", path, action.Str)
+		err = Errorf(CodeUnknownPatchAction, "%s.action %s is not supported (as in ION)", path, jsontree.QuoteExcerpt(action.Str))
 	default:
-		err = Errorf(CodeUnknownPatchAction, "%s.action %q is not a known patch action", path, action.Str)
+		err = Errorf(CodeUnknownPatchAction, "%s.action %s is not a known patch action", path, jsontree.QuoteExcerpt(action.Str))
 	}
 	return p, err
 }
@@ -91,7 +90,7 @@ func parsePatch(v *jsontree.Value, path string) (Patch, *Error) {
 func onlyMembers(v *jsontree.Value, names []string, path string) *Error {
 	for _, m := range v.Members {
 		if !contains(names, m.Name) {
-			return Errorf(CodeUnknownProperty, "%s: member %q is not allowed", path, m.Name)
+			return Errorf(CodeUnknownProperty, "%s: member %s is not allowed", path, jsontree.QuoteExcerpt(m.Name))
 		}
 	}
 	return nil
@@ -139,61 +138,4 @@ func parseIDs(v *jsontree.Value, path string) ([]string, *Error) {
 		ids = append(ids, id)
 	}
 	return ids, nil
-}
-
-// applyPatches returns doc with the patches applied in order. It never modifies doc: the
-// reference implementation applies to a deep copy so that a failing patch leaves the previous
-// document intact. Validated patches cannot fail.
-func applyPatches(doc Document, patches []Patch) Document {
-	for i := range patches {
-		doc = applyPatch(doc, &patches[i])
-	}
-	return doc
-}
-
-func applyPatch(doc Document, p *Patch) Document {
-	switch p.Action {
-	case PatchReplace:
-		return Document{PublicKeys: p.Document.PublicKeys, Services: p.Document.Services}
-	case PatchAddPublicKeys:
-		// A key whose id exists replaces it in place; new keys are appended (Map.set order).
-		keys := slices.Clone(doc.PublicKeys)
-		for _, k := range p.PublicKeys {
-			if i := slices.IndexFunc(keys, func(e PublicKey) bool { return e.ID == k.ID }); i >= 0 {
-				keys[i] = k
-			} else {
-				keys = append(keys, k)
-			}
-		}
-		doc.PublicKeys = keys
-	case PatchRemovePublicKeys:
-		if doc.PublicKeys != nil {
-			doc.PublicKeys = slices.DeleteFunc(slices.Clone(doc.PublicKeys), func(e PublicKey) bool { return slices.Contains(p.IDs, e.ID) })
-			if doc.PublicKeys == nil {
-				doc.PublicKeys = []PublicKey{}
-			}
-		}
-	case PatchAddServices:
-		services := slices.Clone(doc.Services)
-		if services == nil {
-			services = make([]Service, 0, len(p.Services))
-		}
-		for _, s := range p.Services {
-			if i := slices.IndexFunc(services, func(e Service) bool { return e.ID == s.ID }); i >= 0 {
-				services[i] = s
-			} else {
-				services = append(services, s)
-			}
-		}
-		doc.Services = services
-	case PatchRemoveServices:
-		if doc.Services != nil {
-			services := slices.DeleteFunc(slices.Clone(doc.Services), func(e Service) bool { return slices.Contains(p.IDs, e.ID) })
-			if services == nil {
-				services = []Service{}
-			}
-			doc.Services = services
-		}
-	}
-	return doc
 }

@@ -21,6 +21,13 @@ const (
 const (
 	MethodDefault       = "sidetree"
 	MaxDeltaSizeDefault = 1000
+	// MaxOperationsPerDIDDefault bounds a DID's anchored history. Resolving costs about one
+	// signature verification per operation, and a DID is resolved afresh after each of its
+	// operations is anchored; 1,000 is years of daily key rotation.
+	MaxOperationsPerDIDDefault = 1000
+	// MaxDocumentBytesDefault bounds the rendered resolution result of a DID (short form): room
+	// for well over a hundred keys and services.
+	MaxDocumentBytesDefault = 64 << 10
 )
 
 // Profile holds the method-specific parameters of validation. The zero value means the
@@ -34,11 +41,19 @@ type Profile struct {
 	Algorithms []Algorithm
 	// MaxDeltaSize bounds len(JCS(delta)) in bytes (MAX_DELTA_SIZE). Default 1000.
 	MaxDeltaSize int
+	// MaxOperationsPerDID and MaxDocumentBytes bound what one DID can grow to; intake refuses
+	// an operation that would exceed them ((*State).CheckLimits). Resolution does not apply
+	// them: an anchored history resolves as the reference implementation resolves it.
+	MaxOperationsPerDID int
+	MaxDocumentBytes    int
 }
 
 // DefaultProfile returns the ION-compatible profile with method name "sidetree".
 func DefaultProfile() Profile {
-	return Profile{Method: MethodDefault, Algorithms: []Algorithm{ES256K}, MaxDeltaSize: MaxDeltaSizeDefault}
+	return Profile{
+		Method: MethodDefault, Algorithms: []Algorithm{ES256K}, MaxDeltaSize: MaxDeltaSizeDefault,
+		MaxOperationsPerDID: MaxOperationsPerDIDDefault, MaxDocumentBytes: MaxDocumentBytesDefault,
+	}
 }
 
 // Validate reports a profile that cannot work: a malformed method name or an unknown algorithm.
@@ -58,12 +73,24 @@ func (p Profile) Validate() error {
 	if p.MaxDeltaSize < 0 {
 		return fmt.Errorf("sidetree profile: negative MaxDeltaSize %d", p.MaxDeltaSize)
 	}
+	if p.MaxOperationsPerDID < 0 {
+		return fmt.Errorf("sidetree profile: negative MaxOperationsPerDID %d", p.MaxOperationsPerDID)
+	}
+	if p.MaxDocumentBytes < 0 {
+		return fmt.Errorf("sidetree profile: negative MaxDocumentBytes %d", p.MaxDocumentBytes)
+	}
 	return nil
 }
 
 func (p Profile) method() string { return cmp.Or(p.Method, MethodDefault) }
 
 func (p Profile) maxDeltaSize() int { return cmp.Or(p.MaxDeltaSize, MaxDeltaSizeDefault) }
+
+func (p Profile) maxOperationsPerDID() int {
+	return cmp.Or(p.MaxOperationsPerDID, MaxOperationsPerDIDDefault)
+}
+
+func (p Profile) maxDocumentBytes() int { return cmp.Or(p.MaxDocumentBytes, MaxDocumentBytesDefault) }
 
 func (p Profile) allows(a Algorithm) bool {
 	if len(p.Algorithms) == 0 {

@@ -46,14 +46,14 @@ func Resolve(p Profile, suffix string, ops []AnchoredOperation) *State {
 		return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.pos, b.pos))
 	})
 
-	var st *State
+	var r *resolution
 	recoveries := map[string][]anchoredOp{}
 	updates := map[string][]anchoredOp{}
 	for _, a := range parsed {
 		switch a.op.Type {
 		case OperationCreate:
-			if st == nil {
-				st = applyCreate(a.op, a.seq)
+			if r == nil {
+				r = newResolution(a.op, a.seq)
 			}
 		case OperationUpdate:
 			k := a.op.KeyCommitment()
@@ -63,52 +63,119 @@ func Resolve(p Profile, suffix string, ops []AnchoredOperation) *State {
 			recoveries[k] = append(recoveries[k], a)
 		}
 	}
-	if st == nil {
+	if r == nil {
 		return nil
 	}
-	st = applyChain(st, recoveries, true)
-	if st.Deactivated {
-		return st
+	r.st.Operations = len(parsed)
+	r.chain(recoveries, true)
+	if !r.st.Deactivated {
+		r.chain(updates, false)
 	}
-	return applyChain(st, updates, false)
+	r.st.Document = r.doc.document()
+	return r.st
 }
 
-// applyChain follows one commitment chain. byCommitment maps the commitment an operation's key
-// opens to the operations (in anchor order) that open it.
-func applyChain(st *State, byCommitment map[string][]anchoredOp, recovery bool) *State {
+// resolution is the working state of one Resolve call. It owns st (with its used-commitment
+// sets) and doc, and changes them in place until Resolve returns st: an operation costs time in
+// proportion to its own size, not to the DID's history. (Building a new state, document and
+// used set per operation made resolution quadratic in the history.)
+type resolution struct {
+	st  *State
+	doc *documentBuilder
+}
+
+// newResolution starts from a create: the recovery commitment always; the update commitment and
+// the document only when the delta is present and matches deltaHash.
+func newResolution(create *Operation, seq uint64) *resolution {
+	r := &resolution{
+		st:  &State{Suffix: create.Suffix, RecoveryCommitment: create.SuffixData.RecoveryCommitment, Published: true, LastSequence: seq},
+		doc: newDocumentBuilder(Document{}),
+	}
+	if create.Delta != nil && create.Delta.Hash() == create.SuffixData.DeltaHash {
+		r.st.UpdateCommitment = create.Delta.UpdateCommitment
+		r.doc.apply(create.Delta.Patches)
+	}
+	return r
+}
+
+// chain follows one commitment chain. byCommitment maps the commitment an operation's key opens
+// to the operations (in anchor order) that open it; for each expected commitment the first that
+// applies wins. Every step consumes a commitment that can never be expected again, so each list
+// is scanned at most once.
+func (r *resolution) chain(byCommitment map[string][]anchoredOp, recovery bool) {
 	for {
-		expected := st.UpdateCommitment
+		expected := r.st.UpdateCommitment
 		if recovery {
-			expected = st.RecoveryCommitment
+			expected = r.st.RecoveryCommitment
 		}
-		candidates := byCommitment[expected]
-		if expected == "" || len(candidates) == 0 {
-			return st
+		if expected == "" {
+			return
 		}
-		var next *State
-		for _, c := range candidates {
-			ns, ok := apply(st, c.op, c.seq)
-			if ok && !reusesCommitment(st, ns, recovery) {
-				next = ns
+		applied := false
+		for _, c := range byCommitment[expected] {
+			if r.apply(c.op, c.seq) {
+				applied = true
 				break
 			}
 		}
-		if next == nil {
-			return st
+		if !applied || r.st.Deactivated {
+			return
 		}
-		if next.Deactivated {
-			return next
-		}
-		next.markUsed(recovery, expected)
-		st = next
+		r.st.markUsed(recovery, expected)
 	}
 }
 
-// reusesCommitment is the reference implementation's isCommitValueReused: the new state must not
-// expect a commitment already consumed or the one just opened.
-func reusesCommitment(old, next *State, recovery bool) bool {
-	if recovery {
-		return has(old.usedRecovery, next.RecoveryCommitment) || next.RecoveryCommitment == old.RecoveryCommitment
+// apply applies op if it applies to the current state, and reports whether it did. It follows
+// OperationProcessor: the revealed key must open the expected commitment, the signature must
+// verify, an update's delta must match its deltaHash; and, as isCommitValueReused, the
+// operation must not install a commitment already consumed or the one it opens. Every check
+// comes before any change, so an operation that does not apply leaves the state as it was.
+func (r *resolution) apply(op *Operation, seq uint64) bool {
+	st := r.st
+	// The reference implementation detects "not applied" by an unchanged transaction number, so
+	// an operation anchored in the same transaction as the previous one never applies.
+	if seq == st.LastSequence {
+		return false
 	}
-	return has(old.usedUpdate, next.UpdateCommitment) || next.UpdateCommitment == old.UpdateCommitment
+	opens := op.KeyCommitment()
+	switch op.Type {
+	case OperationUpdate:
+		if st.UpdateCommitment == "" || opens != st.UpdateCommitment {
+			return false
+		}
+		if op.Delta == nil || op.Delta.Hash() != op.DeltaHash {
+			return false
+		}
+		next := op.Delta.UpdateCommitment
+		if next == st.UpdateCommitment || has(st.usedUpdate, next) || op.verifySignature() != nil {
+			return false
+		}
+		st.UpdateCommitment = next
+		r.doc.apply(op.Delta.Patches)
+	case OperationRecover:
+		next := op.NextRecoveryCommitment
+		if opens != st.RecoveryCommitment || next == st.RecoveryCommitment || has(st.usedRecovery, next) {
+			return false
+		}
+		if op.verifySignature() != nil {
+			return false
+		}
+		st.RecoveryCommitment, st.UpdateCommitment = next, ""
+		r.doc = newDocumentBuilder(Document{})
+		if op.Delta != nil && op.Delta.Hash() == op.DeltaHash {
+			st.UpdateCommitment = op.Delta.UpdateCommitment
+			r.doc.apply(op.Delta.Patches)
+		}
+	case OperationDeactivate:
+		// The document stays as it was; a deactivated DID renders without it.
+		if opens != st.RecoveryCommitment || op.verifySignature() != nil {
+			return false
+		}
+		st.RecoveryCommitment, st.UpdateCommitment = "", ""
+		st.Deactivated = true
+	default:
+		return false
+	}
+	st.LastSequence = seq
+	return true
 }

@@ -309,6 +309,76 @@ func TestStateCheck(t *testing.T) {
 	}
 }
 
+func TestStateCheckLimits(t *testing.T) {
+	t.Parallel()
+	// Three operations anchored: create, two updates each adding a service.
+	d, create := newDID(t, service("a"))
+	u1 := d.update(t, service("b"))
+	u2 := d.update(t, service("c"))
+	p := sidetree.DefaultProfile()
+	st := sidetree.Resolve(p, d.id.Suffix, history(create, u1, u2))
+	require.Equal(t, 3, st.Operations)
+	size := len(mustRender(t, st))
+
+	saved := *d.id
+	grow := mustParse(t, d.update(t, service("d")))
+	*d.id = saved
+	shrink := mustParse(t, d.update(t, wallet.RemoveServices("a", "b")))
+	*d.id = saved
+	recoverEmpty := mustParse(t, d.recover(t))
+	*d.id = saved
+	deactivate := mustParse(t, d.deactivate(t))
+
+	for _, tc := range []struct {
+		name     string
+		maxOps   int
+		maxBytes int
+		state    *sidetree.State
+		op       *sidetree.Operation
+		code     sidetree.Code
+	}{
+		{"defaults", 0, 0, st, grow, ""},
+		{"below the operation limit", 4, 0, st, grow, ""},
+		{"at the operation limit", 3, 0, st, grow, sidetree.CodeTooManyOperations},
+		{"a recover at the operation limit", 3, 0, st, recoverEmpty, sidetree.CodeTooManyOperations},
+		{"a deactivate at the operation limit", 3, 0, st, deactivate, ""},
+		{"an update that grows the document past the limit", 0, size, st, grow, sidetree.CodeDocumentTooLarge},
+		{"an update that shrinks it", 0, size, st, shrink, ""},
+		{"a recover to a small document", 0, size - 100, st, recoverEmpty, ""},
+		{"a create above the limit", 0, 200, nil, mustParse(t, create), sidetree.CodeDocumentTooLarge},
+		{"a create within it", 0, size, nil, mustParse(t, create), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := sidetree.DefaultProfile()
+			p.MaxOperationsPerDID, p.MaxDocumentBytes = tc.maxOps, tc.maxBytes
+			require.NoError(t, tc.state.Check(tc.op))
+			err := tc.state.CheckLimits(p, tc.op)
+			if tc.code == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Equal(t, tc.code, sidetree.CodeOf(err), "%v", err)
+		})
+	}
+
+	// The size checked is the size resolution will render once the operation is anchored.
+	after := sidetree.Resolve(p, d.id.Suffix, history(create, u1, u2, grow.Request))
+	p.MaxDocumentBytes = len(mustRender(t, after))
+	require.NoError(t, st.CheckLimits(p, grow))
+	p.MaxDocumentBytes--
+	require.Equal(t, sidetree.CodeDocumentTooLarge, sidetree.CodeOf(st.CheckLimits(p, grow)))
+}
+
+func mustRender(t *testing.T, st *sidetree.State) []byte {
+	t.Helper()
+	did, err := sidetree.ParseDID(sidetree.DefaultProfile(), "did:sidetree:"+st.Suffix)
+	require.NoError(t, err)
+	body, status := sidetree.RenderResolution(did, st)
+	require.Equal(t, sidetree.ResolutionFound, status)
+	return body
+}
+
 func TestInitialState(t *testing.T) {
 	t.Parallel()
 	st := sidetree.InitialState(mustParse(t, difOperation(t, "create")))

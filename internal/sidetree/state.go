@@ -1,7 +1,5 @@
 package sidetree
 
-import "maps"
-
 // State is a DID's state after resolution.
 type State struct {
 	Suffix   string
@@ -18,6 +16,10 @@ type State struct {
 	Published bool
 	// LastSequence is the anchor sequence number of the last operation applied.
 	LastSequence uint64
+	// Operations is the number of anchored operations of the DID that resolution read, applied
+	// or not: what resolving the DID costs, and what Profile.MaxOperationsPerDID bounds. It is 0
+	// for an unpublished state.
+	Operations int
 
 	// Commitments consumed so far. Resolution refuses an operation that installs one of them
 	// again (the reference implementation's loop guard); Check refuses it at intake.
@@ -81,89 +83,66 @@ func (s *State) Check(op *Operation) error {
 	return nil
 }
 
+// CheckLimits tests an operation that passed Check against what one DID may grow to: the number
+// of anchored operations (p.MaxOperationsPerDID) and the size of the DID's rendered resolution
+// result in short form (p.MaxDocumentBytes) once the operation applies. s is nil for a create.
+// A deactivate is always within the limits: it is the last operation a DID can take, so a DID
+// at its operation limit can still be shut down.
+func (s *State) CheckLimits(p Profile, op *Operation) error {
+	if op.Type == OperationDeactivate {
+		return nil
+	}
+	if s != nil {
+		if limit := p.maxOperationsPerDID(); s.Operations >= limit {
+			return Errorf(CodeTooManyOperations, "DID %s has %d operations, the most one DID may have; only a deactivate is accepted", op.Suffix, s.Operations)
+		}
+	}
+	next := &State{Suffix: op.Suffix, Published: true}
+	switch op.Type {
+	case OperationCreate:
+		next = InitialState(op)
+	case OperationUpdate:
+		next.RecoveryCommitment, next.Document = s.RecoveryCommitment, s.Document
+		if op.Delta != nil {
+			next.UpdateCommitment = op.Delta.UpdateCommitment
+			next.Document = applyPatches(s.Document, op.Delta.Patches)
+		}
+	case OperationRecover:
+		next.RecoveryCommitment = op.NextRecoveryCommitment
+		if op.Delta != nil {
+			next.UpdateCommitment = op.Delta.UpdateCommitment
+			next.Document = applyPatches(Document{}, op.Delta.Patches)
+		}
+	}
+	size := len(renderDocument(&DID{Method: p.method(), Suffix: op.Suffix}, next))
+	if limit := p.maxDocumentBytes(); size > limit {
+		return Errorf(CodeDocumentTooLarge, "the DID document would be %d bytes, more than the limit of %d", size, limit)
+	}
+	return nil
+}
+
 func has(set map[string]struct{}, k string) bool {
 	_, ok := set[k]
 	return ok
 }
 
-// clone copies s for a new state; the used-commitment sets are shared until written.
-func (s *State) clone() *State {
-	c := *s
-	return &c
-}
-
-// markUsed records a consumed commitment in a copy of the relevant set (states are values that
-// earlier candidates may still hold).
+// markUsed records a consumed commitment. Only the resolution that owns s calls it: a state
+// returned by Resolve is never changed again.
 func (s *State) markUsed(recovery bool, commitment string) {
 	set := &s.usedUpdate
 	if recovery {
 		set = &s.usedRecovery
 	}
-	m := maps.Clone(*set)
-	if m == nil {
-		m = make(map[string]struct{}, 1)
+	if *set == nil {
+		*set = make(map[string]struct{})
 	}
-	m[commitment] = struct{}{}
-	*set = m
+	(*set)[commitment] = struct{}{}
 }
 
 // applyCreate gives the state of a create: the recovery commitment always; the update
 // commitment and the document only when the delta is present and matches deltaHash.
 func applyCreate(op *Operation, seq uint64) *State {
-	st := &State{Suffix: op.Suffix, RecoveryCommitment: op.SuffixData.RecoveryCommitment, Published: true, LastSequence: seq}
-	if op.Delta != nil && op.Delta.Hash() == op.SuffixData.DeltaHash {
-		st.UpdateCommitment = op.Delta.UpdateCommitment
-		st.Document = applyPatches(Document{}, op.Delta.Patches)
-	}
-	return st
-}
-
-// apply returns the state after op, or false when op does not apply to st (OperationProcessor
-// semantics: key must open the expected commitment, signature must verify, delta must match).
-func apply(st *State, op *Operation, seq uint64) (*State, bool) {
-	// The reference implementation detects "not applied" by an unchanged transaction number, so
-	// an operation anchored in the same transaction as the previous one never applies.
-	if seq == st.LastSequence {
-		return nil, false
-	}
-	opens := op.KeyCommitment()
-	switch op.Type {
-	case OperationUpdate:
-		if st.UpdateCommitment == "" || opens != st.UpdateCommitment || op.verifySignature() != nil {
-			return nil, false
-		}
-		if op.Delta == nil || op.Delta.Hash() != op.DeltaHash {
-			return nil, false
-		}
-		next := st.clone()
-		next.UpdateCommitment = op.Delta.UpdateCommitment
-		next.Document = applyPatches(st.Document, op.Delta.Patches)
-		next.LastSequence = seq
-		return next, true
-	case OperationRecover:
-		if opens != st.RecoveryCommitment || op.verifySignature() != nil {
-			return nil, false
-		}
-		next := st.clone()
-		next.RecoveryCommitment = op.NextRecoveryCommitment
-		next.UpdateCommitment = ""
-		next.Document = Document{}
-		next.LastSequence = seq
-		if op.Delta != nil && op.Delta.Hash() == op.DeltaHash {
-			next.UpdateCommitment = op.Delta.UpdateCommitment
-			next.Document = applyPatches(Document{}, op.Delta.Patches)
-		}
-		return next, true
-	case OperationDeactivate:
-		if opens != st.RecoveryCommitment || op.verifySignature() != nil {
-			return nil, false
-		}
-		next := st.clone()
-		next.RecoveryCommitment, next.UpdateCommitment = "", ""
-		next.Deactivated = true
-		next.LastSequence = seq
-		return next, true
-	default:
-		return nil, false
-	}
+	r := newResolution(op, seq)
+	r.st.Document = r.doc.document()
+	return r.st
 }

@@ -228,14 +228,14 @@ func (p *jsonParser) checkDuplicate(v *Value, seen *map[string]struct{}, name st
 	}
 	if *seen != nil {
 		if _, dup := (*seen)[name]; dup {
-			return p.fail("duplicate member name " + strconv.Quote(name))
+			return p.fail("duplicate member name " + QuoteExcerpt(name))
 		}
 		(*seen)[name] = struct{}{}
 		return nil
 	}
 	for _, m := range v.Members {
 		if m.Name == name {
-			return p.fail("duplicate member name " + strconv.Quote(name))
+			return p.fail("duplicate member name " + QuoteExcerpt(name))
 		}
 	}
 	return nil
