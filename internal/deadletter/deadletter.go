@@ -45,10 +45,17 @@ type Reserver interface {
 	Unreserve(ctx context.Context, suffix, opID string)
 }
 
+// KindRetryFunc puts a parked item of another component back where it came from, inside tx, the
+// transaction that deletes its dead letter: both happen or neither does.
+type KindRetryFunc func(ctx context.Context, tx store.Executor, d store.DeadLetter) error
+
 // Config configures a Service.
 type Config struct {
 	Profile sidetree.Profile
-	Logger  *slog.Logger
+	// Retry holds the retry paths of the kinds other components park (an IPFS add, an activity
+	// delivery), by kind.
+	Retry  map[string]KindRetryFunc
+	Logger *slog.Logger
 }
 
 // Service lists, retries and drops dead letters.
@@ -89,7 +96,17 @@ func (s *Service) Retry(ctx context.Context, id int64) error {
 	case store.DeadLetterMessage:
 		err = s.retryMessage(ctx, d)
 	default:
-		err = fmt.Errorf("%w: kind %q has no retry path here", ErrNotRetryable, d.Kind)
+		retry, ok := s.cfg.Retry[d.Kind]
+		if !ok {
+			err = fmt.Errorf("%w: kind %q has no retry path here", ErrNotRetryable, d.Kind)
+			break
+		}
+		err = s.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+			if err := retry(ctx, tx, d); err != nil {
+				return err
+			}
+			return tx.DeadLetterDelete(ctx, d.ID)
+		})
 	}
 	if err != nil {
 		return fmt.Errorf("retry %d: %w", id, err)

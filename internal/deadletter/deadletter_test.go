@@ -159,3 +159,41 @@ func TestDrop(t *testing.T) {
 	require.NoError(t, b.svc.Drop(ctx, id))
 	require.ErrorIs(t, b.svc.Drop(ctx, id), ErrNotFound)
 }
+
+// TestRetryOfAnotherKindRunsItsPathInTheDeletingTransaction: a kind registered in Config.Retry
+// is re-armed in the transaction that deletes the record; a failure keeps the record.
+func TestRetryOfAnotherKindRunsItsPathInTheDeletingTransaction(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		var rearmed []string
+		fail := true
+		svc := New(Config{Retry: map[string]KindRetryFunc{
+			"widget": func(ctx context.Context, tx store.Executor, d store.DeadLetter) error {
+				if fail {
+					return errors.New("not now")
+				}
+				rearmed = append(rearmed, d.Ref)
+				return tx.SettingInsert(ctx, "rearmed-"+d.Ref, []byte("yes"))
+			},
+		}}, st, nil, nil, nil)
+		id, err := st.DeadLetterInsert(ctx, store.DeadLetter{Kind: "widget", Ref: "w1", Payload: []byte("{}"), Reason: "test"})
+		require.NoError(t, err)
+		require.ErrorContains(t, svc.Retry(ctx, id), "not now")
+		_, err = st.DeadLetterGet(ctx, id)
+		require.NoError(t, err, "a failed retry keeps the record")
+
+		fail = false
+		require.NoError(t, svc.Retry(ctx, id))
+		require.Equal(t, []string{"w1"}, rearmed)
+		_, err = st.DeadLetterGet(ctx, id)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		v, err := st.SettingGet(ctx, "rearmed-w1")
+		require.NoError(t, err)
+		require.Equal(t, []byte("yes"), v)
+
+		other, err := st.DeadLetterInsert(ctx, store.DeadLetter{Kind: "gadget", Ref: "g", Payload: []byte("{}"), Reason: "test"})
+		require.NoError(t, err)
+		require.ErrorIs(t, svc.Retry(ctx, other), ErrNotRetryable)
+	})
+}
