@@ -75,6 +75,8 @@ func (c *Config) params() []param.Param {
 		param.Secret(&c.AdminToken, "admin-token", "bearer token required by the admin listener; empty: no token (loopback only)"),
 		param.String(&c.AuthTokensDef, "auth-tokens-def", "bearer tokens per API path, as Orb: <path-regex>|<read names joined by &>|<write names>, comma-separated; first match decides, no match is open").Env("ORB_AUTH_TOKENS_DEF"),
 		param.Secret(&c.AuthTokens, "auth-tokens", "the tokens those definitions name: name=secret, comma-separated").Env("ORB_AUTH_TOKENS"),
+		param.String(&c.CASType, "cas-type", "where batch files live besides the database: local, or ipfs (also added to the node at --ipfs-url, and read from it when missing here)"),
+		param.Secret(&c.IPFSURL, "ipfs-url", "RPC API of the IPFS (Kubo) node for --cas-type ipfs, e.g. http://127.0.0.1:5001"),
 		param.Int(&c.CASCIDVersion, "cas-cid-version", "CID version of stored batch files: 0 (Qm…, ipfs add's default) or 1"),
 	}
 }
