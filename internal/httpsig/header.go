@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 )
 
@@ -147,23 +146,31 @@ func nextParam(s string) (name, value, rest string, err error) {
 		if end == len(s) {
 			return "", "", "", fmt.Errorf("%w: unterminated value of %q", errMalformed, name)
 		}
-		return name, s[1:end], s[end+1:], nil
+		value, rest = s[1:end], s[end+1:]
+	} else {
+		if name != "created" && name != "expires" {
+			return "", "", "", fmt.Errorf("%w: value of %q is not quoted", errMalformed, name)
+		}
+		end := 0
+		for end < len(s) && (isDigit(s[end]) || s[end] == '.') {
+			end++
+		}
+		value, rest = s[:end], s[end:]
 	}
-	if name != "created" && name != "expires" {
-		return "", "", "", fmt.Errorf("%w: value of %q is not quoted", errMalformed, name)
+	if (name == "created" || name == "expires") && !isUnixTime(value) {
+		return "", "", "", fmt.Errorf("%w: %q is not a decimal number of seconds", errMalformed, name)
 	}
-	end := 0
-	for end < len(s) && (isDigit(s[end]) || s[end] == '.') {
-		end++
+	return name, value, rest, nil
+}
+
+// isUnixTime accepts what the draft allows for created and expires, integer seconds with an
+// optional decimal fraction, up to 20 characters.
+func isUnixTime(v string) bool {
+	whole, frac, hasDot := strings.Cut(v, ".")
+	if len(v) > 20 || whole == "" || (hasDot && frac == "") {
+		return false
 	}
-	value = s[:end]
-	if end == 0 || end > 20 || !isDigit(value[0]) {
-		return "", "", "", fmt.Errorf("%w: %q is not a number", errMalformed, name)
-	}
-	if _, err := strconv.ParseFloat(value, 64); err != nil {
-		return "", "", "", fmt.Errorf("%w: %q is not a number: %w", errMalformed, name, err)
-	}
-	return name, value, s[end:], nil
+	return strings.Trim(whole, "0123456789") == "" && strings.Trim(frac, "0123456789") == ""
 }
 
 // parseHeaderList splits the headers parameter. Names are compared and signed in lower case,

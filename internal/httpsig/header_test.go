@@ -53,6 +53,13 @@ func TestParseSignatureHeader(t *testing.T) {
 			created: "1700000000",
 		},
 		{
+			name:    "created quoted",
+			header:  `keyId="k",created="1700000000",headers="(created)",signature="` + sig64 + `"`,
+			keyID:   "k",
+			headers: []string{"(created)"},
+			created: "1700000000",
+		},
+		{
 			name:    "created and expires, fractional",
 			header:  `keyId="k",created=1700000000,expires=1700000300.5,headers="(request-target) (created) (expires) date",signature="` + sig64 + `"`,
 			keyID:   "k",
@@ -115,6 +122,9 @@ func TestParseSignatureHeaderRejects(t *testing.T) {
 		{"created two dots", `keyId="k",created=1.2.3,signature="` + sig64 + `"`},
 		{"created too long", `keyId="k",created=123456789012345678901,signature="` + sig64 + `"`},
 		{"created empty", `keyId="k",created=,signature="` + sig64 + `"`},
+		{"created quoted, not a number", `keyId="k",created="abc",signature="` + sig64 + `"`},
+		{"expires quoted exponent", `keyId="k",expires="1e5",signature="` + sig64 + `"`},
+		{"expires trailing dot", `keyId="k",expires=1.,signature="` + sig64 + `"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
