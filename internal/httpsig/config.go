@@ -31,6 +31,7 @@ const (
 	maxDigestHeaderBytes    = 512
 	maxDigestEntries        = 4
 	maxPEMBytes             = 4096
+	maxDateBytes            = 64
 )
 
 // SignerConfig configures a Signer.

@@ -133,6 +133,9 @@ func (v *Verifier) checkTimes(r *http.Request, p *signatureParams, now time.Time
 	if err != nil {
 		return err
 	}
+	if len(dv) > maxDateBytes {
+		return fmt.Errorf("%w: longer than %d bytes", errDate, maxDateBytes)
+	}
 	date, err := http.ParseTime(dv)
 	if err != nil {
 		return fmt.Errorf("%w: %q: %w", errDate, dv, err)
