@@ -21,7 +21,7 @@ func (c *Config) params() []param.Param {
 		param.Duration(&c.HTTP.WriteTimeout, "http-write-timeout", "maximum time to write a response"),
 		param.Duration(&c.HTTP.IdleTimeout, "http-idle-timeout", "keep-alive idle timeout"),
 		param.Int64(&c.HTTP.MaxBodyBytes, "http-max-body-bytes", "maximum request body size; larger bodies get 413"),
-		param.Int(&c.HTTP.MaxConnections, "http-max-connections", "connections served at once; beyond, a connection's request gets 503 too_many_connections and the connection is closed"),
+		param.Int(&c.HTTP.MaxConnections, "http-max-connections", "connections served at once; beyond, a connection's request gets 429 too_many_connections and the connection is closed"),
 		param.Float(&c.HTTP.RateLimit, "http-rate-limit", "requests per second one client IP (IPv6: one /64) may send; beyond, 429 rate_limited with Retry-After (0: off)"),
 		param.Int(&c.HTTP.RateBurst, "http-rate-burst", "requests a client may send at once under --http-rate-limit (0: one second's worth)"),
 		param.Duration(&c.ShutdownTimeout, "shutdown-timeout", "time allowed for each stage of the ordered shutdown"),
