@@ -5,14 +5,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime"
-	"runtime/debug"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/anchord/anchord/internal/buildinfo"
 	"github.com/anchord/anchord/internal/config"
 	"github.com/anchord/anchord/internal/deadletter"
 	"github.com/anchord/anchord/internal/httpapi"
@@ -25,8 +24,9 @@ import (
 
 // Options are the inputs of Run that are not configuration.
 type Options struct {
-	Logger  *slog.Logger
-	Version string
+	Logger *slog.Logger
+	// Build says which anchord this is (GET /version, anchord_build_info); zero means unknown.
+	Build buildinfo.Info
 	// Ready, when set, is called once the HTTP server listens, with its address.
 	Ready func(addr string)
 }
@@ -35,10 +35,13 @@ type Options struct {
 // returns nil after a clean shutdown.
 func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	logger := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
-	logger.Info("starting anchord", "version", opts.Version)
+	if opts.Build == (buildinfo.Info{}) {
+		opts.Build = buildinfo.Read("", "")
+	}
+	logger.Info("starting anchord", "version", opts.Build.Version, "revision", opts.Build.Revision)
 	logConfig(logger, cfg)
 	reg := prometheus.NewRegistry()
-	if err := registerProcessMetrics(reg, opts.Version); err != nil {
+	if err := registerProcessMetrics(reg, opts.Build); err != nil {
 		return err
 	}
 	st, err := openStore(ctx, cfg, logger, reg)
@@ -150,19 +153,11 @@ func openBroker(ctx context.Context, cfg config.Config, st store.Store, logger *
 	return ps, nil
 }
 
-func registerProcessMetrics(reg prometheus.Registerer, version string) error {
-	revision := "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				revision = s.Value
-			}
-		}
-	}
+func registerProcessMetrics(reg prometheus.Registerer, build buildinfo.Info) error {
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "anchord_build_info",
 		Help:        "Build information; the value is always 1.",
-		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version()},
+		ConstLabels: prometheus.Labels{"version": build.Version, "revision": build.Revision, "goversion": build.GoVersion},
 	})
 	info.Set(1)
 	for _, c := range []prometheus.Collector{
