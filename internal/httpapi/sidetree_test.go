@@ -135,7 +135,7 @@ func TestPostOperationStatusMapping(t *testing.T) {
 
 	resp, body = do(t, http.MethodPost, url, "bad")
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
-	require.Equal(t, "invalid_signature", errorCode(t, body))
+	require.Equal(t, "jws_failed_signature_validation", errorCode(t, body))
 
 	resp, body = do(t, http.MethodPost, url, "full")
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
