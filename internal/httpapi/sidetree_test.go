@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +32,20 @@ func (f resolverFunc) Resolve(ctx context.Context, did string) ([]byte, sidetree
 	return f(ctx, did)
 }
 
+// ResolveVersion stands in for the versioned resolution: it marks the result with the version
+// asked for, or fails with errVersionNotFound for version "missing".
+func (f resolverFunc) ResolveVersion(ctx context.Context, did, versionID string, versionTime time.Time) ([]byte, sidetree.ResolutionStatus, error) {
+	if versionID == "missing" {
+		return nil, 0, fmt.Errorf("resolve: %w", errVersionNotFound)
+	}
+	body, status, err := f(ctx, did)
+	version := versionID
+	if !versionTime.IsZero() {
+		version = versionTime.UTC().Format(time.RFC3339)
+	}
+	return bytes.Replace(body, []byte(`"didDocumentMetadata":{`), []byte(`"didDocumentMetadata":{"versionId":"`+version+`",`), 1), status, err
+}
+
 type casFunc func(ctx context.Context, cid string, max int) ([]byte, error)
 
 func (f casFunc) Get(ctx context.Context, cid string, max int) ([]byte, error) {
@@ -46,6 +61,8 @@ func (f anchorsFunc) AnchorList(ctx context.Context, p store.AnchorListParams) (
 var (
 	errCASNotFound = errors.New("cas: not found")
 	errCASInvalid  = errors.New("cas: invalid cid")
+
+	errVersionNotFound = errors.New("no such version")
 )
 
 func sidetreeServer(t *testing.T, maxBody int64) string {
@@ -67,9 +84,9 @@ func sidetreeServer(t *testing.T, maxBody int64) string {
 		Resolver: resolverFunc(func(_ context.Context, did string) ([]byte, sidetree.ResolutionStatus, error) {
 			switch did {
 			case "did:sidetree:found":
-				return []byte(`{"found":true}`), sidetree.ResolutionFound, nil
+				return []byte(`{"@context":"https://w3id.org/did-resolution/v1","didDocument":{"id":"did:sidetree:found"},"didDocumentMetadata":{"method":{"published":true}}}`), sidetree.ResolutionFound, nil
 			case "did:sidetree:gone":
-				return []byte(`{"deactivated":true}`), sidetree.ResolutionDeactivated, nil
+				return []byte(`{"@context":"https://w3id.org/did-resolution/v1","didDocument":{"id":"did:sidetree:gone"},"didDocumentMetadata":{"deactivated":true}}`), sidetree.ResolutionDeactivated, nil
 			case "did:sidetree:missing":
 				return nil, sidetree.ResolutionNotFound, nil
 			case "did:sidetree:dberror":
@@ -86,6 +103,7 @@ func sidetreeServer(t *testing.T, maxBody int64) string {
 			}
 			return nil, fmt.Errorf("parse: %w", errCASInvalid)
 		}),
+		DIDMethod: "sidetree", VersionNotFound: errVersionNotFound,
 		CASNotFound: errCASNotFound, CASInvalid: errCASInvalid,
 		Anchors: anchorsFunc(func(_ context.Context, p store.AnchorListParams) ([]store.Anchor, error) {
 			var out []store.Anchor

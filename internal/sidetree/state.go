@@ -18,6 +18,8 @@ type State struct {
 	Published bool
 	// LastSequence is the anchor sequence number of the last operation applied.
 	LastSequence uint64
+	// CreateSequence is the anchor sequence number of the create that applied.
+	CreateSequence uint64
 
 	// Commitments consumed so far. Resolution refuses an operation that installs one of them
 	// again (the reference implementation's loop guard); Check refuses it at intake.
@@ -110,7 +112,7 @@ func (s *State) markUsed(recovery bool, commitment string) {
 // applyCreate gives the state of a create: the recovery commitment always; the update
 // commitment and the document only when the delta is present and matches deltaHash.
 func applyCreate(op *Operation, seq uint64) *State {
-	st := &State{Suffix: op.Suffix, RecoveryCommitment: op.SuffixData.RecoveryCommitment, Published: true, LastSequence: seq}
+	st := &State{Suffix: op.Suffix, RecoveryCommitment: op.SuffixData.RecoveryCommitment, Published: true, LastSequence: seq, CreateSequence: seq}
 	if op.Delta != nil && op.Delta.Hash() == op.SuffixData.DeltaHash {
 		st.UpdateCommitment = op.Delta.UpdateCommitment
 		st.Document = applyPatches(Document{}, op.Delta.Patches)
