@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -37,7 +36,7 @@ type core struct {
 	tasks   *taskmgr.Manager
 
 	checks map[string]httpapi.CheckFunc
-	routes []func(mux *http.ServeMux)
+	routes []func(mux httpapi.Router)
 }
 
 // log returns the logger of one component: the component attribute is set here, once.
@@ -103,7 +102,7 @@ func (c *core) serve() (*httpapi.Server, error) {
 	return srv, nil
 }
 
-func (c *core) mount(mux *http.ServeMux) {
+func (c *core) mount(mux httpapi.Router) {
 	for _, r := range c.routes {
 		r(mux)
 	}

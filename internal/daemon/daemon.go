@@ -51,7 +51,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	sup := &supervisor{logger: logger.With("component", "supervisor"), timeout: cfg.ShutdownTimeout}
 	// The database closes last, since every stage above writes to it.
 	sup.onStop(StageDatabase, "store", st.Close)
-	srv, err := assemble(ctx, cfg, st, logger, reg, sup)
+	srv, err := assemble(ctx, cfg, st, logger, reg, sup, opts.Build)
 	if err != nil {
 		sup.abort()
 		return err
@@ -71,7 +71,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 type shape func(ctx context.Context, c *core) error
 
 // assemble picks the deployment shape, builds it on the core and returns the HTTP server.
-func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Logger, reg *prometheus.Registry, sup *supervisor) (*httpapi.Server, error) {
+func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Logger, reg *prometheus.Registry, sup *supervisor, bi buildinfo.Info) (*httpapi.Server, error) {
 	// A fresh identity per process start for an instance among others: a restarted instance
 	// never inherits the task entry (and fence) of its previous life, and a submitter process
 	// never shares the API instance's identity in the task permits.
@@ -87,6 +87,7 @@ func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *sl
 	if err != nil {
 		return nil, err
 	}
+	c.routes = append(c.routes, httpapi.VersionRoutes(c.versionInfo(bi)), httpapi.OpenAPIRoutes())
 	if cfg.MQURL != "" {
 		ps, err := openBroker(ctx, cfg, st, logger, reg)
 		if err != nil {

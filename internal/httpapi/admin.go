@@ -49,11 +49,11 @@ type DeadLetterPage struct {
 }
 
 // AdminRoutes returns the route registration of the admin API.
-func AdminRoutes(c AdminConfig) func(mux *http.ServeMux) {
+func AdminRoutes(c AdminConfig) func(mux Router) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	return func(mux *http.ServeMux) {
+	return func(mux Router) {
 		mux.Handle("GET /admin/v1/dead-letters", c.auth(c.list))
 		mux.Handle("POST /admin/v1/dead-letters/{id}/retry", c.auth(c.retry))
 		mux.Handle("DELETE /admin/v1/dead-letters/{id}", c.auth(c.drop))

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,7 +45,7 @@ type Config struct {
 	Gatherer prometheus.Gatherer
 	// Routes registers further routes (the Sidetree API) on the mux; patterns use Go 1.22
 	// ServeMux syntax and are used as the route label of the request metrics.
-	Routes func(mux *http.ServeMux)
+	Routes func(mux Router)
 
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
@@ -56,6 +57,7 @@ type Server struct {
 	logger   *slog.Logger
 	listener net.Listener
 	srv      *http.Server
+	patterns []string
 }
 
 // New listens on cfg.Addr at once, so that an address in use is reported at start with the
@@ -81,19 +83,20 @@ func New(cfg Config) (*Server, error) {
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("GET /healthcheck", &healthHandler{checks: cfg.Checks, timeout: cfg.HealthTimeout})
+	routes := &patternRecorder{mux: mux}
+	routes.Handle("GET /healthcheck", &healthHandler{checks: cfg.Checks, timeout: cfg.HealthTimeout})
 	if cfg.Gatherer != nil {
-		mux.Handle("GET /metrics", metricsHandler(cfg.Gatherer))
+		routes.Handle("GET /metrics", metricsHandler(cfg.Gatherer))
 	}
 	if cfg.Routes != nil {
-		cfg.Routes(mux)
+		cfg.Routes(routes)
 	}
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	s := &Server{cfg: cfg, logger: logger, listener: ln}
+	s := &Server{cfg: cfg, logger: logger, listener: ln, patterns: routes.patterns}
 	s.srv = &http.Server{
 		Handler:           instrument(mux, m, logger, cfg.MaxBodyBytes),
 		ReadTimeout:       cfg.ReadTimeout,
@@ -105,6 +108,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	return s, nil
 }
+
+// Patterns returns the route patterns the server serves, in registration order.
+func (s *Server) Patterns() []string { return slices.Clone(s.patterns) }
 
 // Addr returns the address the server listens on.
 func (s *Server) Addr() string { return s.listener.Addr().String() }

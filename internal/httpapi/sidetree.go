@@ -67,14 +67,14 @@ const (
 
 // SidetreeRoutes returns the route registration of the Sidetree REST API, the Universal
 // Resolver driver path and CAS for Config.Routes.
-func SidetreeRoutes(c SidetreeConfig) func(mux *http.ServeMux) {
+func SidetreeRoutes(c SidetreeConfig) func(mux Router) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.RetryAfter <= 0 {
 		c.RetryAfter = time.Second
 	}
-	return func(mux *http.ServeMux) {
+	return func(mux Router) {
 		mux.HandleFunc("POST /sidetree/v1/operations", c.postOperation)
 		mux.HandleFunc("GET /sidetree/v1/identifiers/{did}", c.getIdentifier)
 		mux.HandleFunc("GET /1.0/identifiers/{did}", c.getDriverIdentifier)
