@@ -47,7 +47,7 @@ type SidetreeConfig struct {
 	// VersionNotFound classifies the Resolver's error for a version that does not exist
 	// (observer.ErrNoSuchVersion).
 	VersionNotFound error
-	CAS        CASReader
+	CAS             CASReader
 	// CASNotFound and CASTooLarge classify CAS errors (cas.ErrNotFound, cas.ErrTooLarge).
 	CASNotFound error
 	CASInvalid  error
