@@ -147,6 +147,8 @@ type HTTPConfig struct {
 	WriteTimeout time.Duration
 	IdleTimeout  time.Duration
 	MaxBodyBytes int64
+	// AccessLog logs one line per answered request.
+	AccessLog bool
 }
 
 // Default returns a Config with every parameter at its default.

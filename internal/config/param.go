@@ -21,6 +21,7 @@ func (c *Config) params() []param.Param {
 		param.Duration(&c.HTTP.WriteTimeout, "http-write-timeout", "maximum time to write a response"),
 		param.Duration(&c.HTTP.IdleTimeout, "http-idle-timeout", "keep-alive idle timeout"),
 		param.Int64(&c.HTTP.MaxBodyBytes, "http-max-body-bytes", "maximum request body size; larger bodies get 413"),
+		param.Bool(&c.HTTP.AccessLog, "access-log", "log one line per answered HTTP request (method, path, route, status, duration)"),
 		param.Duration(&c.ShutdownTimeout, "shutdown-timeout", "time allowed for each stage of the ordered shutdown"),
 		param.Duration(&c.HealthTimeout, "health-timeout", "time allowed for each dependency check of /healthcheck"),
 		param.String(&c.DIDMethod, "did-method", "DID method name, with any network segment (e.g. ion:test)"),

@@ -90,7 +90,7 @@ func (c *core) useBroker(ps pubsub.PubSub, run func(ctx context.Context) error, 
 func (c *core) serve() (*httpapi.Server, error) {
 	srv, err := httpapi.New(httpapi.Config{
 		Addr: c.cfg.HostURL, ReadTimeout: c.cfg.HTTP.ReadTimeout, WriteTimeout: c.cfg.HTTP.WriteTimeout,
-		IdleTimeout: c.cfg.HTTP.IdleTimeout, MaxBodyBytes: c.cfg.HTTP.MaxBodyBytes,
+		IdleTimeout: c.cfg.HTTP.IdleTimeout, MaxBodyBytes: c.cfg.HTTP.MaxBodyBytes, AccessLog: c.cfg.HTTP.AccessLog,
 		ShutdownTimeout: c.cfg.ShutdownTimeout, HealthTimeout: c.cfg.HealthTimeout,
 		Checks: c.checks, Gatherer: c.reg, Routes: c.mount,
 		Logger: c.log("http"), Registerer: c.reg,

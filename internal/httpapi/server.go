@@ -39,6 +39,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	HealthTimeout   time.Duration
 
+	// AccessLog logs one line per answered request.
+	AccessLog bool
+
 	// Checks are the dependencies /healthcheck reports, by name ("database", "broker").
 	Checks map[string]CheckFunc
 	// Gatherer serves /metrics; nil disables the route.
@@ -97,8 +100,12 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	s := &Server{cfg: cfg, logger: logger, listener: ln, patterns: routes.patterns}
+	handler := instrument(mux, m, logger, cfg.MaxBodyBytes)
+	if cfg.AccessLog {
+		handler = accessLog(handler, logger)
+	}
 	s.srv = &http.Server{
-		Handler:           instrument(mux, m, logger, cfg.MaxBodyBytes),
+		Handler:           handler,
 		ReadTimeout:       cfg.ReadTimeout,
 		ReadHeaderTimeout: min(cfg.ReadTimeout, 5*time.Second),
 		WriteTimeout:      cfg.WriteTimeout,
