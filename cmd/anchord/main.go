@@ -29,6 +29,7 @@ const usage = `anchord — Sidetree batch writer and anchoring server
 
 Usage:
   anchord serve [parameters]    run the server (anchord serve --help lists every parameter)
+  anchord config [parameters]   print the configuration serve would run with (flags, ANCHORD_*, defaults)
   anchord loadgen [parameters]  load an anchord with generated operations (anchord loadgen --help)
   anchord admin dead-letters list|retry|drop   inspect and retry parked items of a running anchord
   anchord devledger [parameters]               a development Sawtooth REST API (a stand-in, not a ledger)
@@ -51,6 +52,16 @@ func runWithEnv(args []string, lookupEnv func(string) (string, bool), stdout, st
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], lookupEnv, stdout, stderr)
+	case "config":
+		cfg, err := config.Load(args[1:], lookupEnv, stdout)
+		if err != nil && !errors.Is(err, param.ErrHelp) {
+			fmt.Fprintf(stderr, "anchord config: %v\n", err)
+			return 2
+		}
+		if err == nil {
+			cfg.Write(stdout)
+		}
+		return 0
 	case "loadgen":
 		return loadgenCmd(args[1:], lookupEnv, stdout, stderr)
 	case "admin":
