@@ -57,10 +57,12 @@ func writeReport(w io.Writer, cfg Config, s Summary) error {
 	for _, smp := range s.Samples {
 		resolved.Points = append(resolved.Points, [2]float64{smp.At.Seconds(), smp.Latency.Seconds()})
 	}
+	// One time axis for the three plots: the timed phase.
+	xMax := s.Elapsed.Seconds()
 	plots := []template.HTML{
-		plot{Title: "Accepted operations per second", YUnit: "/s", Series: []plotSeries{accepted, errs}}.svg(),
-		plot{Title: "POST latency percentiles, per second", YUnit: "ms", Series: []plotSeries{p50, p95, p99}}.svg(),
-		plot{Title: "Accept → resolvable latency, by time of acceptance", YUnit: "s", Series: []plotSeries{resolved}}.svg(),
+		plot{Title: "Accepted operations per second", YUnit: "/s", Series: []plotSeries{accepted, errs}}.svg(xMax),
+		plot{Title: "POST latency percentiles, per second", YUnit: "ms", Series: []plotSeries{p50, p95, p99}}.svg(xMax),
+		plot{Title: "Accept → resolvable latency, by time of acceptance", YUnit: "s", Series: []plotSeries{resolved}}.svg(xMax),
 	}
 	fell := 0
 	for _, n := range s.FellBack {
@@ -122,17 +124,20 @@ const (
 	padLeft, padRight, padTop, padBottom = 60, 20, 30, 40
 )
 
-// svg draws the plot. Values are numbers the run measured, formatted by the code itself; the
-// only text from outside (titles) is escaped.
-func (p plot) svg() template.HTML {
-	maxX, maxY := 1.0, 0.0
+// svg draws the plot over [0, xMax] seconds. Values are numbers the run measured, formatted by
+// the code itself; the only text (titles, names) is escaped.
+func (p plot) svg(xMax float64) template.HTML {
+	maxY := 0.0
 	for _, s := range p.Series {
 		for _, pt := range s.Points {
-			maxX, maxY = math.Max(maxX, pt[0]), math.Max(maxY, pt[1])
+			xMax, maxY = math.Max(xMax, pt[0]), math.Max(maxY, pt[1])
 		}
 	}
-	yTop := niceCeil(maxY)
-	xTop := niceCeil(maxX)
+	xStep, yStep := niceStep(xMax), niceStep(maxY)
+	xTop, yTop := math.Ceil(xMax/xStep)*xStep, math.Ceil(maxY/yStep)*yStep
+	if yTop == 0 {
+		yTop = yStep
+	}
 	iw, ih := float64(plotW-padLeft-padRight), float64(plotH-padTop-padBottom)
 	px := func(x float64) float64 { return padLeft + x/xTop*iw }
 	py := func(y float64) float64 { return padTop + ih - y/yTop*ih }
@@ -140,11 +145,11 @@ func (p plot) svg() template.HTML {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img">`, plotW, plotH, plotW, plotH)
 	fmt.Fprintf(&b, `<text x="%d" y="18" font-size="15" font-weight="600">%s</text>`, padLeft, template.HTMLEscapeString(p.Title))
-	for i := 0; i <= 4; i++ {
-		y := yTop * float64(i) / 4
+	for y := 0.0; y <= yTop+yStep/2; y += yStep {
 		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#e5e5e5"/>`, padLeft, plotW-padRight, py(y), py(y))
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="11" text-anchor="end" fill="#555">%s%s</text>`, padLeft-6, py(y)+4, tick(y), template.HTMLEscapeString(p.YUnit))
-		x := xTop * float64(i) / 4
+	}
+	for x := 0.0; x <= xTop+xStep/2; x += xStep {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11" text-anchor="middle" fill="#555">%ss</text>`, px(x), plotH-padBottom+16, tick(x))
 	}
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.0f" height="%.0f" fill="none" stroke="#999"/>`, padLeft, padTop, iw, ih)
@@ -172,14 +177,15 @@ func (p plot) svg() template.HTML {
 	return template.HTML(b.String()) //nolint:gosec // built above from numbers and escaped text
 }
 
-// niceCeil rounds v up to 1, 2 or 5 times a power of ten, so that quarter ticks read well.
-func niceCeil(v float64) float64 {
+// niceStep returns a tick step of 1, 2, 2.5 or 5 times a power of ten that cuts [0, v] into
+// at most seven parts.
+func niceStep(v float64) float64 {
 	if v <= 0 {
 		return 1
 	}
-	exp := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 4, 5, 10} {
-		if m*exp >= v {
+	exp := math.Pow(10, math.Floor(math.Log10(v/4)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if v/(m*exp) <= 7 {
 			return m * exp
 		}
 	}
