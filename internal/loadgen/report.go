@@ -59,6 +59,9 @@ func writeReport(w io.Writer, cfg Config, s Summary) error {
 	}
 	// One time axis for the three plots: the timed phase.
 	xMax := s.Elapsed.Seconds()
+	if cfg.Duration > 0 {
+		xMax = min(xMax, cfg.Duration.Seconds())
+	}
 	plots := []template.HTML{
 		plot{Title: "Accepted operations per second", YUnit: "/s", Series: []plotSeries{accepted, errs}}.svg(xMax),
 		plot{Title: "POST latency percentiles, per second", YUnit: "ms", Series: []plotSeries{p50, p95, p99}}.svg(xMax),
@@ -130,7 +133,7 @@ func (p plot) svg(xMax float64) template.HTML {
 	maxY := 0.0
 	for _, s := range p.Series {
 		for _, pt := range s.Points {
-			xMax, maxY = math.Max(xMax, pt[0]), math.Max(maxY, pt[1])
+			maxY = math.Max(maxY, pt[1])
 		}
 	}
 	xStep, yStep := niceStep(xMax), niceStep(maxY)
@@ -139,7 +142,9 @@ func (p plot) svg(xMax float64) template.HTML {
 		yTop = yStep
 	}
 	iw, ih := float64(plotW-padLeft-padRight), float64(plotH-padTop-padBottom)
-	px := func(x float64) float64 { return padLeft + x/xTop*iw }
+	// The last progress line and the last samples come a little after the timed phase ends,
+	// while the last requests finish: they are drawn at its end.
+	px := func(x float64) float64 { return padLeft + math.Min(x, xTop)/xTop*iw }
 	py := func(y float64) float64 { return padTop + ih - y/yTop*ih }
 
 	var b strings.Builder
