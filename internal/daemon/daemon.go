@@ -3,6 +3,7 @@ package daemon
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -127,6 +128,11 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, reg 
 		s, err := pgstore.Open(ctx, pgstore.Config{URL: cfg.DatabaseURL, MaxConns: cfg.DatabaseMaxConns, Logger: log, Registerer: reg})
 		if err == nil {
 			return s, nil
+		}
+		if errors.Is(err, pgstore.ErrPermanent) {
+			// A missing database or refused credentials will not appear by waiting: say so now
+			// (createdb, or fix the URL) instead of retrying forever.
+			return nil, fmt.Errorf("--database-url: %w", err)
 		}
 		wait := loop.Backoff(attempt, 500*time.Millisecond, 1.5, 10*time.Second)
 		log.Warn("waiting for the database", "attempt", attempt, "retry_in", wait, "error", err)

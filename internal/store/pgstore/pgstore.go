@@ -71,6 +71,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s := &Store{executor: executor{q: pool}, pool: pool, logger: logger}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
+		if permanent(err) {
+			return nil, fmt.Errorf("open postgres store: %w: %w", ErrPermanent, err)
+		}
 		return nil, err
 	}
 	if cfg.Registerer != nil {
@@ -130,6 +133,26 @@ func (e executor) Now(ctx context.Context) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("read database clock: %w", err)
 	}
 	return t.UTC(), nil
+}
+
+// ErrPermanent marks an Open failure that waiting will not cure: the server answered, and
+// refused the database (it does not exist) or the credentials. The daemon waits for a database
+// that does not answer yet, not for one that says no.
+var ErrPermanent = errors.New("the database server refuses the connection")
+
+// permanent reports whether err is a refusal that retrying cannot change.
+func permanent(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code {
+	case "3D000", // invalid_catalog_name: the database does not exist
+		"28000", // invalid_authorization_specification: no pg_hba.conf entry, unknown role
+		"28P01": // invalid_password
+		return true
+	}
+	return false
 }
 
 // interpretError maps PostgreSQL errors to the contract's sentinels.
