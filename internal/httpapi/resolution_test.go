@@ -155,3 +155,18 @@ func TestUniversalResolverDriverPath(t *testing.T) {
 		}
 	}
 }
+
+// FuzzNegotiate: any Accept header gives an answer, never a panic, and an accepted header
+// names one of the representations.
+func FuzzNegotiate(f *testing.F) {
+	for _, seed := range []string{"", "*/*", mediaResolution, `application/ld+json;profile="a,b\"c";q=0.5, application/did+json`, "text/html;q=abc", `"`, ";;,,", "application/did+ld+json;q=1e400"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, accept string) {
+		rep, ok := negotiate(accept)
+		if ok {
+			require.Contains(t, []representation{repDefault, repResolution, repDocumentLD, repDocumentJSON}, rep)
+		}
+		require.NotEmpty(t, splitMediaRanges(accept))
+	})
+}
