@@ -21,6 +21,7 @@ func TestDataDirKeepsItsDIDMethod(t *testing.T) {
 	start := func(method string) (*anchordtest.SyncBuffer, error) {
 		cfg := config.Default()
 		cfg.HostURL = "127.0.0.1:0"
+		cfg.AdminAddr = "127.0.0.1:0"
 		cfg.DataDir = dir
 		cfg.DIDMethod = method
 		log := &anchordtest.SyncBuffer{}

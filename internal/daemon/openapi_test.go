@@ -29,6 +29,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 
 	cfg := config.Default()
 	cfg.HostURL = "127.0.0.1:0"
+	cfg.AdminAddr = "127.0.0.1:0"
 	cfg.DataDir = t.TempDir()
 	logger := anchordtest.Logger(t)
 	st, err := sqlitestore.Open(ctx, sqlitestore.Config{DataDir: cfg.DataDir, Logger: logger})
@@ -43,7 +44,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	cancel()
 	require.NoError(t, sup.run(runCtx))
 
-	require.Greater(t, len(patterns), 10, "the route table was recorded")
+	require.GreaterOrEqual(t, len(patterns), 9, "the route table was recorded")
 	served := map[string]bool{}
 	for _, p := range patterns {
 		method, path, ok := strings.Cut(p, " ")

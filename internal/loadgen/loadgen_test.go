@@ -22,6 +22,7 @@ func startAnchord(t *testing.T, opts ...func(*config.Config)) string {
 	t.Helper()
 	cfg := config.Default()
 	cfg.HostURL = "127.0.0.1:0"
+	cfg.AdminAddr = "127.0.0.1:0"
 	cfg.DataDir = t.TempDir()
 	cfg.BatchWriterTimeout = 100 * time.Millisecond
 	for _, o := range opts {
