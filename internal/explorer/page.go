@@ -11,6 +11,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/anchord/anchord/internal/httpapi"
 )
 
 //go:embed assets
@@ -54,7 +56,7 @@ type page struct {
 // /explorer/anchor/{seq}, /explorer/pipeline, …), so any view can be linked to and opened
 // directly. The JSON API under /explorer/api/ is httpapi's (ExplorerRoutes); its patterns are
 // more specific and win.
-func Routes() (func(mux *http.ServeMux), error) {
+func Routes() (func(mux httpapi.Router), error) {
 	p := &page{assets: map[string]asset{}, started: time.Now().UTC().Truncate(time.Second)}
 	err := fs.WalkDir(assets, "assets", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -78,12 +80,12 @@ func Routes() (func(mux *http.ServeMux), error) {
 	if _, ok := p.assets["index.html"]; !ok {
 		return nil, fmt.Errorf("explorer assets: index.html is missing")
 	}
-	return func(mux *http.ServeMux) {
+	return func(mux httpapi.Router) {
 		mux.HandleFunc("GET /explorer", func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "/explorer/", http.StatusMovedPermanently)
 		})
 		mux.HandleFunc("GET /explorer/assets/{name}", p.serveAsset)
-		mux.HandleFunc("GET /explorer/{view...}", p.serveIndex)
+		mux.HandleFunc("GET /explorer/", p.serveIndex)
 	}, nil
 }
 

@@ -59,19 +59,20 @@ type explorerAPI struct {
 }
 
 // ExplorerRoutes returns the route registration of the explorer's JSON API for Config.Routes.
-func ExplorerRoutes(c ExplorerConfig) func(mux *http.ServeMux) {
+func ExplorerRoutes(c ExplorerConfig) func(mux Router) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	a := &explorerAPI{cfg: c, files: map[int64][]batchfile.FileRef{}}
-	return func(mux *http.ServeMux) {
+	return func(mux Router) {
 		mux.HandleFunc("GET /explorer/api/dids/{did}/operations", a.getDIDOperations)
 		mux.HandleFunc("GET /explorer/api/anchors", a.getAnchors)
 		mux.HandleFunc("GET /explorer/api/anchors/{seq}", a.getAnchor)
 		mux.HandleFunc("GET /explorer/api/pipeline", a.getPipeline)
 		mux.HandleFunc("GET /explorer/api/federation", a.getFederation)
-		// Anything else under the API is a JSON 404, not the page's index.html.
-		mux.HandleFunc("/explorer/api/", func(w http.ResponseWriter, r *http.Request) {
+		// Anything else under the API is a JSON 404, not the page's index.html (which the
+		// explorer serves for every other GET under /explorer/).
+		mux.HandleFunc("GET /explorer/api/", func(w http.ResponseWriter, r *http.Request) {
 			WriteError(w, http.StatusNotFound, "not_found", "no such explorer API route")
 		})
 	}
@@ -130,7 +131,7 @@ func (a *explorerAPI) getDIDOperations(w http.ResponseWriter, r *http.Request) {
 			WriteError(w, http.StatusBadRequest, string(se.Code), se.Message)
 			return
 		}
-		WriteError(w, http.StatusBadRequest, "invalid_did", "not a DID of this method")
+		a.unavailable(w, r, "parse DID", err)
 		return
 	}
 	offset, limit, ok := pageParams(w, r)
