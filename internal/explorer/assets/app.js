@@ -98,12 +98,15 @@
 
   // table builds a scrollable table: columns are header labels (a leading '#' right-aligns the
   // column), rows are arrays of cells.
+  // On a phone the rows stack, each cell under its column's name (data-label); the explicit roles
+  // keep the table a table for screen readers once CSS changes its display.
   function table(caption, columns, rows) {
     const num = columns.map((c) => c.startsWith('#'));
-    const head = el('tr', null, columns.map((c, i) => el('th', { scope: 'col', class: num[i] ? 'num' : null }, c.replace(/^#/, ''))));
-    const body = rows.map((r) => el('tr', null, r.map((cell, i) => el('td', { class: num[i] ? 'num' : null }, cell))));
-    const t = el('table', null, el('caption', { class: caption ? null : 'visually-hidden' }, caption || columns.join(', ')),
-      el('thead', null, head), el('tbody', null, body));
+    const labels = columns.map((c) => c.replace(/^#/, ''));
+    const head = el('tr', { role: 'row' }, labels.map((c, i) => el('th', { scope: 'col', role: 'columnheader', class: num[i] ? 'num' : null }, c)));
+    const body = rows.map((r) => el('tr', { role: 'row' }, r.map((cell, i) => el('td', { role: 'cell', 'data-label': labels[i], class: num[i] ? 'num' : null }, cell))));
+    const t = el('table', { class: 'stack', role: 'table' }, el('caption', { class: caption ? null : 'visually-hidden' }, caption || labels.join(', ')),
+      el('thead', { role: 'rowgroup' }, head), el('tbody', { role: 'rowgroup' }, body));
     // A focusable region lets a keyboard scroll a table wider than a phone.
     return el('div', { class: 'table-wrap', role: 'region', tabindex: '0', 'aria-label': caption || 'table' }, t);
   }
@@ -376,7 +379,7 @@
       out.push(notice(hist.body.total ? 'No operations on this page.' : 'No anchored operations.'));
     } else {
       const h = hist.body;
-      out.push(table('Anchored operations of this DID, oldest first', ['#', 'Type', 'Anchor', 'Anchored', 'Batch files', 'Request'],
+      out.push(table('Anchored operations of this DID, oldest first', ['#No.', 'Type', 'Anchor', 'Anchored', 'Batch files', 'Request'],
         h.operations.map((op, i) => [
           String(h.offset + i + 1),
           badge(op.type, op.type === 'deactivate' ? 'bad' : op.type === 'recover' ? 'warn' : 'info'),
