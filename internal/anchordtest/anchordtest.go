@@ -20,16 +20,17 @@ import (
 	"go.uber.org/goleak"
 )
 
-// Environment variables read by tests. The README's test command (scripts/test) sets them all.
+// Environment variables read by tests. The README's test command (scripts/test) sets them all
+// but EnvArtifacts.
 const (
-	EnvDatabaseURL = "ANCHORD_TEST_DATABASE_URL"
-	EnvAMQPURL     = "ANCHORD_TEST_AMQP_URL"
-	EnvIPFSBin     = "ANCHORD_TEST_IPFS_BIN"
-	EnvChromium    = "ANCHORD_TEST_CHROMIUM"
+	EnvDatabaseURL     = "ANCHORD_TEST_DATABASE_URL"
+	EnvAMQPURL         = "ANCHORD_TEST_AMQP_URL"
+	EnvIPFSBin         = "ANCHORD_TEST_IPFS_BIN"
+	EnvChromium        = "ANCHORD_TEST_CHROMIUM"
+	EnvRequireServices = "ANCHORD_TEST_REQUIRE_SERVICES"
 	// EnvArtifacts names a directory where tests leave files for people to look at
 	// (screenshots); without it they go to the test's temporary directory.
-	EnvArtifacts       = "ANCHORD_TEST_ARTIFACTS"
-	EnvRequireServices = "ANCHORD_TEST_REQUIRE_SERVICES"
+	EnvArtifacts = "ANCHORD_TEST_ARTIFACTS"
 )
 
 // WrapTestMain runs the package's tests and then fails if any goroutine leaked.
