@@ -12,7 +12,7 @@
 // each of its API calls. With read tokens, define the explorer's files as open before the
 // definitions that guard the data, for example
 //
-//	--auth-tokens-def '^/explorer/api/|read|,^/explorer/||,^/|read|write'
+//	--auth-tokens-def '^/explorer/api/|read|,^/explorer/||,^/sidetree/v1/operations|read|write,.*|read|write'
 //
 // (the first matching definition decides). The files carry no data; the data stays behind the
 // read tokens.

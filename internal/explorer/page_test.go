@@ -118,3 +118,29 @@ func TestScriptNeverParsesDataAsMarkup(t *testing.T) {
 		require.NotContains(t, string(data), sink)
 	}
 }
+
+// TestReadTokensGuardTheDataNotThePage uses the definitions the README gives: the page's files
+// open, its data behind the read token.
+func TestReadTokensGuardTheDataNotThePage(t *testing.T) {
+	t.Parallel()
+	auth, err := httpapi.ParseTokenAuth(`^/explorer/api/|read|,^/explorer/||,^/sidetree/v1/operations|read|write,.*|read|write`, "read=r3ad,write=wr1te")
+	require.NoError(t, err)
+	routes, err := Routes()
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	routes(mux)
+	httpapi.ExplorerRoutes(httpapi.ExplorerConfig{Profile: sidetree.DefaultProfile()})(mux)
+	srv := httptest.NewServer(auth.Wrap(mux))
+	t.Cleanup(srv.Close)
+
+	for _, path := range []string{"/explorer/", "/explorer/did/did:sidetree:x", "/explorer/assets/app.js"} {
+		resp, _ := fetch(t, srv, path, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s is open", path)
+	}
+	resp, _ := fetch(t, srv, "/explorer/api/federation", nil)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	resp, _ = fetch(t, srv, "/explorer/api/federation", http.Header{"Authorization": {"Bearer wr1te"}})
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "a write token does not read")
+	resp, _ = fetch(t, srv, "/explorer/api/federation", http.Header{"Authorization": {"Bearer r3ad"}})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
