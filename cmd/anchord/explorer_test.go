@@ -222,10 +222,12 @@ func TestExplorerInABrowser(t *testing.T) {
 	base := "http://" + addr
 	artifacts := anchordtest.ArtifactDir(t)
 
+	// Few deactivates among many published DIDs: the test needs an updated DID that is still
+	// active, and one deactivated DID.
 	accepted := filepath.Join(t.TempDir(), "accepted.txt")
 	gen := anchordtest.StartProcess(t, anchordtest.ProcessConfig{Args: []string{
 		"loadgen", "--target", base, "--rate", "30", "--concurrency", "8", "--duration", "20s",
-		"--mix", "create=60,update=30,deactivate=10", "--warmup-dids", "20", "--sample-every", "20",
+		"--mix", "create=70,update=28,deactivate=2", "--warmup-dids", "40", "--sample-every", "20",
 		"--accepted-out", accepted,
 	}})
 
@@ -265,12 +267,21 @@ func TestExplorerInABrowser(t *testing.T) {
 	code, err := gen.Wait(3 * time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, 0, code, "loadgen:\n%s", gen.Log())
-	// The whole run, charted from the server's samples.
+	// The whole run, charted from the server's samples; every operation loadgen saw accepted is
+	// counted as accepted and, once its batch is anchored, as anchored.
+	ops := readAccepted(t, accepted)
+	total := 0
+	for _, n := range ops {
+		total += n
+	}
 	b.waitFor("the samples of the whole run", fmt.Sprintf(`Number(document.getElementById('rate-chart').dataset.samples) > %d`, after.Samples+5))
+	b.waitFor("every accepted operation anchored", fmt.Sprintf(`(() => {
+		const n = (id) => Number(document.querySelector('#' + id + ' .value').textContent.replace(/[^0-9.]/g, ''));
+		return n('accepted-total') === %d && n('anchored-total') === %d && n('queue-depth') === 0;
+	})()`, total, total))
 	b.screenshot(artifacts, "pipeline-desktop.png")
 
 	// A DID with a create and an update, one deactivated; wait until the server has indexed them.
-	ops := readAccepted(t, accepted)
 	perDID := map[string]map[string]int{}
 	for k, n := range ops {
 		if perDID[k.suffix] == nil {
