@@ -117,7 +117,7 @@
 
   function fmt(n, digits) {
     if (typeof n !== 'number' || !isFinite(n)) return '—';
-    return n.toLocaleString(undefined, { maximumFractionDigits: digits === undefined ? 1 : digits, minimumFractionDigits: digits === undefined ? 0 : 0 });
+    return n.toLocaleString(undefined, { maximumFractionDigits: digits === undefined ? 1 : digits });
   }
 
   function age(seconds) {
@@ -517,6 +517,8 @@
     show(kind && kindNames[kind] ? 'The ' + kindNames[kind] + ' file' : 'Batch file',
       facts([
         ['CID', el('span', { class: 'mono' }, cid)],
+        // The stored bytes; where read tokens guard /cas/, the button below sends the token.
+        ['Raw', el('a', { href: '/cas/' + encodeURIComponent(cid), class: 'mono' }, '/cas/' + cid)],
         ['Stored size', fmt(bytes.length, 0) + ' bytes' + (plain ? ' (gzip)' : '')],
         ['Decompressed', plain ? fmt(plain.length, 0) + ' bytes' : null],
       ]),
