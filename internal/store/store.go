@@ -50,6 +50,7 @@ type Executor interface {
 	TaskExecutor
 	LedgerExecutor
 	PendingExecutor
+	ActivityExecutor
 
 	// Now returns the database clock.
 	Now(ctx context.Context) (time.Time, error)
