@@ -39,26 +39,35 @@ type options struct {
 	JSON   bool
 }
 
-func (o *options) params() []param.Param {
+// commonParams are the parameters of every admin command: where, and with which token.
+func (o *options) commonParams() []param.Param {
 	return []param.Param{
 		param.String(&o.Target, "target", "base URL of the admin listener (--admin-addr) of the anchord to administer"),
 		param.Secret(&o.Token, "admin-token", "bearer token of the admin API, if the server requires one"),
-		param.String(&o.Kind, "kind", "list only this kind: operation, message or ledger_batch"),
+	}
+}
+
+func (o *options) params() []param.Param {
+	return append(o.commonParams(), param.String(&o.Kind, "kind", "list only this kind: operation, message or ledger_batch"),
 		param.Int64(&o.After, "after", "list dead letters with an id above this"),
 		param.Int(&o.Limit, "limit", "list at most this many"),
 		param.Bool(&o.JSON, "json", "print JSON instead of a table"),
-	}
+	)
 }
 
 const usage = `Usage:
   anchord admin dead-letters list  [--kind K] [--after ID] [--limit N] [--json]
   anchord admin dead-letters retry ID...
   anchord admin dead-letters drop  ID...
+  anchord admin cas pin-missing
 Common parameters: --target URL (ANCHORD_TARGET), --admin-token TOKEN (ANCHORD_ADMIN_TOKEN).
 `
 
 // Run executes `anchord admin …` and returns the process exit code.
 func Run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
+	if len(args) >= 2 && args[0] == "cas" {
+		return runCAS(args[1], args[2:], lookupEnv, stdout, stderr)
+	}
 	if len(args) < 2 || args[0] != "dead-letters" {
 		fmt.Fprint(stderr, usage)
 		return 2

@@ -21,10 +21,16 @@ var (
 	ErrCorrupt = errors.New("cas: stored content does not match its CID")
 )
 
+// MirrorReadMaxDefault bounds a read from the mirror when the caller sets no limit.
+const MirrorReadMaxDefault = 16 << 20
+
 // StoreConfig configures a Store.
 type StoreConfig struct {
 	// Version is the CID version of new content; readers accept both.
-	Version    CIDVersion
+	Version CIDVersion
+	// Mirror, if set (--cas-type ipfs), receives every stored file through the Pinner, and
+	// serves the reads the local store misses.
+	Mirror     Mirror
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 }
@@ -34,7 +40,10 @@ type StoreConfig struct {
 type Store struct {
 	st      store.Executor
 	version CIDVersion
-	m       *metrics
+	mirror  Mirror
+	// pinned, set by the Pinner, wakes it after a commit queued files.
+	pinned func()
+	m      *metrics
 }
 
 // NewStore returns a Store over st.
@@ -47,7 +56,7 @@ func NewStore(cfg StoreConfig, st store.Executor) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{st: st, version: cfg.Version, m: m}, nil
+	return &Store{st: st, version: cfg.Version, mirror: cfg.Mirror, m: m}, nil
 }
 
 // Address returns the CID of data in the store's version; it is the batch builder's
@@ -73,14 +82,46 @@ func (s *Store) PutAddressedTx(ctx context.Context, tx store.Executor, cid strin
 	if err := tx.CASPut(ctx, cid, data); err != nil {
 		return fmt.Errorf("cas put: %w", err)
 	}
+	if s.mirror != nil {
+		// Queued in the same transaction: a file stored here is added to the mirror eventually,
+		// whatever happens to this process.
+		if err := tx.CASPinQueue(ctx, []string{cid}, false); err != nil {
+			return fmt.Errorf("cas put: %w", err)
+		}
+		if s.pinned != nil {
+			store.OnCommit(ctx, s.pinned)
+		}
+	}
 	s.m.written.Add(float64(len(data)))
 	s.m.objects.Inc()
 	return nil
 }
 
 // Get returns the content of cid if it is at most maxSize bytes (maxSize ≤ 0: no limit). The
-// bytes are checked against the CID, so corruption at rest is reported, not served.
+// bytes are checked against the CID, so corruption at rest is reported, not served. Content the
+// local store lacks is read from the mirror, if there is one, checked against its CID, and kept.
 func (s *Store) Get(ctx context.Context, cid string, maxSize int) ([]byte, error) {
+	data, err := s.getLocal(ctx, cid, maxSize)
+	if s.mirror == nil || !errors.Is(err, ErrNotFound) {
+		return data, err
+	}
+	limit := int64(maxSize)
+	if limit <= 0 {
+		limit = MirrorReadMaxDefault
+	}
+	data, merr := s.mirror.Get(ctx, cid, limit)
+	if merr != nil {
+		s.m.mirrorMisses.Inc()
+		return nil, fmt.Errorf("%w (the IPFS node: %w)", err, merr)
+	}
+	if perr := s.st.CASPut(ctx, cid, data); perr != nil {
+		return nil, fmt.Errorf("cas get %s: keep the node's copy: %w", cid, perr)
+	}
+	s.m.mirrorReads.Inc()
+	return data, nil
+}
+
+func (s *Store) getLocal(ctx context.Context, cid string, maxSize int) ([]byte, error) {
 	parsed, err := ParseCID(cid)
 	if err != nil {
 		return nil, fmt.Errorf("cas get %q: %w", cid, err)

@@ -49,6 +49,8 @@ const (
 	AdminAddrDefault = "127.0.0.1:8081"
 	// ShutdownTimeoutDefault bounds each stage of the supervisor's ordered shutdown.
 	ShutdownTimeoutDefault = 4 * time.Second
+	// CASTypeDefault keeps the batch files in the database only.
+	CASTypeDefault = "local"
 	// MQObserverPoolDefault is mq-observer-pool (Orb's default).
 	MQObserverPoolDefault = 5
 )
@@ -96,6 +98,11 @@ type Config struct {
 	AnchorBackend string
 	// CASCIDVersion is the CID version of new CAS content (0: Qm…, 1: b…).
 	CASCIDVersion int
+	// CASType is where the batch files live besides the database: "local" (only there) or
+	// "ipfs" (also added to the IPFS node at IPFSURL), Orb's --cas-type.
+	CASType string
+	// IPFSURL is the IPFS node's RPC API (Kubo), Orb's --ipfs-url.
+	IPFSURL string
 	// SQLiteSynchronous is the embedded store's durability level: full or normal.
 	SQLiteSynchronous string
 	// MQ* configure RabbitMQ in cluster mode (Orb's names where Orb has the parameter).
@@ -212,6 +219,7 @@ func Default() Config {
 		RedeliveryMaxInterval:      redelivery.MaxInterval,
 		AnchorBackend:              AnchorBackendDefault,
 		CASCIDVersion:              int(cas.CIDv0),
+		CASType:                    CASTypeDefault,
 		SQLiteSynchronous:          sqlitestore.SynchronousDefault,
 		MQPrefix:                   amqppubsub.PrefixDefault,
 		MQQueueType:                string(amqppubsub.QueueTypeDefault),
@@ -401,6 +409,15 @@ func (c *Config) Validate() error {
 	}
 	if c.SQLiteSynchronous != "full" && c.SQLiteSynchronous != "normal" {
 		return &ParamError{Param: "sqlite-synchronous", Value: c.SQLiteSynchronous, Err: fmt.Errorf("must be full or normal")}
+	}
+	switch c.CASType {
+	case "local":
+	case "ipfs":
+		if err := validateURL(c.IPFSURL, "http", "https"); err != nil {
+			return &ParamError{Param: "ipfs-url", Value: secret.RedactURL(c.IPFSURL), Err: fmt.Errorf("--cas-type ipfs needs the node's RPC API (e.g. http://127.0.0.1:5001): %w", err)}
+		}
+	default:
+		return &ParamError{Param: "cas-type", Value: c.CASType, Err: fmt.Errorf("must be local or ipfs")}
 	}
 	if c.CASCIDVersion != 0 && c.CASCIDVersion != 1 {
 		return &ParamError{Param: "cas-cid-version", Value: fmt.Sprint(c.CASCIDVersion), Err: fmt.Errorf("must be 0 or 1")}

@@ -21,7 +21,7 @@ func (c *Config) params() []param.Param {
 		param.Duration(&c.HTTP.WriteTimeout, "http-write-timeout", "maximum time to write a response"),
 		param.Duration(&c.HTTP.IdleTimeout, "http-idle-timeout", "keep-alive idle timeout"),
 		param.Int64(&c.HTTP.MaxBodyBytes, "http-max-body-bytes", "maximum request body size; larger bodies get 413"),
-		param.Int(&c.HTTP.MaxConnections, "http-max-connections", "connections served at once; beyond, a connection's request gets 503 too_many_connections and the connection is closed"),
+		param.Int(&c.HTTP.MaxConnections, "http-max-connections", "connections served at once; beyond, a connection's request gets 429 too_many_connections and the connection is closed"),
 		param.Float(&c.HTTP.RateLimit, "http-rate-limit", "requests per second one client IP (IPv6: one /64) may send; beyond, 429 rate_limited with Retry-After (0: off)"),
 		param.Int(&c.HTTP.RateBurst, "http-rate-burst", "requests a client may send at once under --http-rate-limit (0: one second's worth)"),
 		param.Duration(&c.ShutdownTimeout, "shutdown-timeout", "time allowed for each stage of the ordered shutdown"),
@@ -75,6 +75,8 @@ func (c *Config) params() []param.Param {
 		param.Secret(&c.AdminToken, "admin-token", "bearer token required by the admin listener; empty: no token (loopback only)"),
 		param.String(&c.AuthTokensDef, "auth-tokens-def", "bearer tokens per API path, as Orb: <path-regex>|<read names joined by &>|<write names>, comma-separated; first match decides, no match is open").Env("ORB_AUTH_TOKENS_DEF"),
 		param.Secret(&c.AuthTokens, "auth-tokens", "the tokens those definitions name: name=secret, comma-separated").Env("ORB_AUTH_TOKENS"),
+		param.String(&c.CASType, "cas-type", "where batch files live besides the database: local, or ipfs (also added to the node at --ipfs-url, and read from it when missing here)"),
+		param.Secret(&c.IPFSURL, "ipfs-url", "RPC API of the IPFS (Kubo) node for --cas-type ipfs, e.g. http://127.0.0.1:5001"),
 		param.Int(&c.CASCIDVersion, "cas-cid-version", "CID version of stored batch files: 0 (Qm…, ipfs add's default) or 1"),
 	}
 }

@@ -11,8 +11,10 @@ import (
 
 	"github.com/anchord/anchord/internal/cas"
 	"github.com/anchord/anchord/internal/config"
+	"github.com/anchord/anchord/internal/deadletter"
 	"github.com/anchord/anchord/internal/expiry"
 	"github.com/anchord/anchord/internal/httpapi"
+	"github.com/anchord/anchord/internal/ipfs"
 	"github.com/anchord/anchord/internal/pubsub"
 	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/sidetree/batchfile"
@@ -36,6 +38,8 @@ type core struct {
 	limits  batchfile.Limits
 	cas     *cas.Store
 	tasks   *taskmgr.Manager
+	// retry holds the dead-letter retry paths that components register, by kind.
+	retry map[string]deadletter.KindRetryFunc
 
 	checks map[string]httpapi.CheckFunc
 	// routes are served on --host-url behind the API tokens; adminRoutes on --admin-addr
@@ -56,13 +60,13 @@ func newCore(cfg config.Config, st store.Store, logger *slog.Logger, reg *promet
 		cfg: cfg, st: st, logger: logger, reg: reg, sup: sup, instanceID: instanceID,
 		profile: cfg.SidetreeProfile(), limits: batchfile.DefaultLimits(),
 		checks: map[string]httpapi.CheckFunc{"database": st.Ping},
+		retry:  map[string]deadletter.KindRetryFunc{},
 	}
 	c.limits.CheckURIFunc = func(uri string) error { _, err := cas.ParseCID(uri); return err }
-	var err error
-	c.cas, err = cas.NewStore(cas.StoreConfig{Version: cas.CIDVersion(cfg.CASCIDVersion), Logger: c.log("cas"), Registerer: reg}, st)
-	if err != nil {
+	if err := c.buildCAS(); err != nil {
 		return nil, err
 	}
+	var err error
 	c.tasks, err = taskmgr.New(taskmgr.Config{InstanceID: instanceID, CheckInterval: cfg.TaskManagerCheckInterval, Logger: c.log("taskmgr"), Registerer: reg}, st)
 	if err != nil {
 		return nil, err
@@ -80,6 +84,37 @@ func newCore(cfg config.Config, st store.Store, logger *slog.Logger, reg *promet
 	// The task manager stops early, releasing its permits, while the writers still run.
 	sup.add(StageConsumers, "taskmgr", c.tasks.Run)
 	return c, nil
+}
+
+// buildCAS builds the content store; with --cas-type ipfs it mirrors every file to the IPFS node
+// through a pinner, which runs with the writers (the batch writer's last files are queued
+// before it stops) and whose parked files an operator can retry.
+func (c *core) buildCAS() error {
+	var mirror cas.Mirror
+	var node *ipfs.Client
+	if c.cfg.CASType == "ipfs" {
+		var err error
+		if node, err = ipfs.New(ipfs.Config{URL: c.cfg.IPFSURL, Logger: c.log("ipfs"), Registerer: c.reg}); err != nil {
+			return fmt.Errorf("--ipfs-url: %w", err)
+		}
+		mirror = node
+		c.sup.onStop(StageWriters, "ipfs-client", node.Close)
+	}
+	var err error
+	c.cas, err = cas.NewStore(cas.StoreConfig{Version: cas.CIDVersion(c.cfg.CASCIDVersion), Mirror: mirror, Logger: c.log("cas"), Registerer: c.reg}, c.st)
+	if err != nil || mirror == nil {
+		return err
+	}
+	pinner, err := cas.NewPinner(cas.PinnerConfig{
+		Owner: c.instanceID, Redelivery: c.cfg.Redelivery(), Logger: c.log("ipfs-pinner"), Registerer: c.reg,
+	}, c.st, c.cas, mirror)
+	if err != nil {
+		return err
+	}
+	c.retry[cas.DeadLetterIPFSAdd] = pinner.RetryDeadLetter
+	c.adminRoutes = append(c.adminRoutes, httpapi.CASRoutes(httpapi.CASAdminConfig{PinMissing: pinner.PinMissing, Logger: c.log("admin")}))
+	c.sup.add(StageWriters, "ipfs-pinner", pinner.Run)
+	return nil
 }
 
 // useBroker makes ps the shape's pub/sub: /healthcheck reports it, and its router (redelivery

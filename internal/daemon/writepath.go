@@ -65,7 +65,7 @@ func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 	if err != nil {
 		return nil, err
 	}
-	dead := deadletter.New(deadletter.Config{Profile: c.profile, Logger: c.log("deadletter")},
+	dead := deadletter.New(deadletter.Config{Profile: c.profile, Retry: c.retry, Logger: c.log("deadletter")},
 		c.st, p.restore, in, c.ps)
 
 	// The observer stops with the consumers: an anchor it has not indexed yet is indexed at the

@@ -181,3 +181,28 @@ func (c AdminConfig) writeAdminError(w http.ResponseWriter, r *http.Request, err
 		WriteError(w, http.StatusServiceUnavailable, "unavailable", "dead letters unavailable")
 	}
 }
+
+// CASAdminConfig wires the admin routes of the content store.
+type CASAdminConfig struct {
+	// PinMissing queues again every local file the IPFS node lacks (cas.Pinner.PinMissing).
+	PinMissing func(ctx context.Context) (int, error)
+	Logger     *slog.Logger
+}
+
+// CASRoutes returns the admin routes of the content store (--cas-type ipfs).
+func CASRoutes(c CASAdminConfig) func(mux *http.ServeMux) {
+	return func(mux *http.ServeMux) {
+		mux.HandleFunc("POST /admin/v1/cas/pin-missing", func(w http.ResponseWriter, r *http.Request) {
+			c.Logger.InfoContext(r.Context(), "admin action", "action", "cas pin-missing",
+				"client", r.RemoteAddr, "token", cmp.Or(TokenName(r.Context()), "none"))
+			n, err := c.PinMissing(r.Context())
+			if err != nil {
+				c.Logger.ErrorContext(r.Context(), "pin missing", "error", err)
+				w.Header().Set("Retry-After", "5")
+				WriteError(w, http.StatusServiceUnavailable, "unavailable", "the IPFS node or the store is unavailable")
+				return
+			}
+			writeJSON(w, http.StatusOK, map[string]int{"queued": n})
+		})
+	}
+}

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestConnectionCapAnswers503(t *testing.T) {
+func TestConnectionCapAnswers429(t *testing.T) {
 	t.Parallel()
 	var lim *connLimiter
 	b := setupWith(t, Config{MaxConnections: 1}, func(s *Server) {
@@ -29,7 +29,7 @@ func TestConnectionCapAnswers503(t *testing.T) {
 	// The next is told at once, and closed.
 	second := dialRaw(t, b.srv.Addr())
 	resp, body := second.do(http.MethodGet, "/healthcheck")
-	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 	require.Equal(t, "too_many_connections", errorCode(t, body))
 	require.Equal(t, "1", resp.Header.Get("Retry-After"))
 	require.True(t, resp.Close, "Connection: close")
@@ -46,7 +46,7 @@ func TestConnectionCapAnswers503(t *testing.T) {
 
 	m := b.srv.front.m
 	require.Equal(t, 1.0, testutil.ToFloat64(m.rejected.WithLabelValues(rejectConnections)))
-	require.Equal(t, 1.0, testutil.ToFloat64(m.requests.WithLabelValues(routeLimited, "GET", "503")))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.requests.WithLabelValues(routeLimited, "GET", "429")))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.connections))
 }
 
@@ -56,7 +56,7 @@ func TestConnectionCapDropsBeyondItsSlack(t *testing.T) {
 	require.NoError(t, err)
 	m, err := newMetrics(prometheus.NewRegistry())
 	require.NoError(t, err)
-	l := newConnLimiter(ln, 2, m) // 2 served, 16 answered 503, the rest closed
+	l := newConnLimiter(ln, 2, m) // 2 served, 16 answered 429, the rest closed
 	t.Cleanup(func() { _ = l.Close() })
 	require.EqualValues(t, 18, l.hardMax)
 

@@ -73,7 +73,9 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.m.rejected.WithLabelValues(rejectConnections).Inc()
 		w.Header().Set("Connection", "close")
 		w.Header().Set("Retry-After", "1")
-		WriteError(sw, http.StatusServiceUnavailable, "too_many_connections", "the server is at its connection limit; retry later")
+		// 429, as for the rate limit: the client should slow down and come back; Retry-After
+		// says when.
+		WriteError(sw, http.StatusTooManyRequests, "too_many_connections", "the server is at its connection limit; retry later")
 		return
 	}
 	if f.rate != nil {

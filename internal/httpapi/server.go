@@ -45,7 +45,7 @@ type Config struct {
 	HealthTimeout   time.Duration
 
 	// MaxConnections caps the connections served at once. A connection beyond it gets its first
-	// request answered 503 too_many_connections with Retry-After and is closed; one beyond it by
+	// request answered 429 too_many_connections with Retry-After and is closed; one beyond it by
 	// another quarter (at least 16) is closed unanswered. Negative is invalid.
 	MaxConnections int
 	// RateLimit is the sustained requests per second one client (an IPv4 address, an IPv6 /64)

@@ -48,13 +48,12 @@ const (
 	TopicOperation      = "operation"
 	TopicAnchor         = "anchor"
 	TopicAnchorLinkset  = "anchor_linkset"
-	TopicDID            = "did"
 	TopicActivityInbox  = "activity.inbox"
 	TopicActivityOutbox = "activity.outbox"
 )
 
 // Topics lists every application topic, in declaration order.
-var Topics = []string{TopicOperation, TopicAnchor, TopicAnchorLinkset, TopicDID, TopicActivityInbox, TopicActivityOutbox}
+var Topics = []string{TopicOperation, TopicAnchor, TopicAnchorLinkset, TopicActivityInbox, TopicActivityOutbox}
 
 // Message is one unit of publication.
 type Message struct {

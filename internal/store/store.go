@@ -50,6 +50,7 @@ type Executor interface {
 	TaskExecutor
 	LedgerExecutor
 	PendingExecutor
+	CASPinExecutor
 	ActivityExecutor
 
 	// Now returns the database clock.

@@ -36,21 +36,21 @@ func TestMetrics(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- ps.Subscribe(ctx, pubsub.TopicDID, 1, func(_ context.Context, msg *pubsub.Message) error {
+		done <- ps.Subscribe(ctx, pubsub.TopicAnchorLinkset, 1, func(_ context.Context, msg *pubsub.Message) error {
 			if msg.Attempt < 3 {
 				return errors.New("again")
 			}
 			return pubsub.Permanent(errors.New("give up"))
 		})
 	}()
-	require.NoError(t, ps.Publish(ctx, pubsub.TopicDID, &pubsub.Message{Body: []byte("m")}))
+	require.NoError(t, ps.Publish(ctx, pubsub.TopicAnchorLinkset, &pubsub.Message{Body: []byte("m")}))
 	p := anchordtest.WaitOrTimeout(t, parkedCh, waitTimeoutTest)
 	require.Equal(t, 3, p.Attempts)
 	cancel()
 	require.NoError(t, anchordtest.WaitOrTimeout(t, done, waitTimeoutTest))
 
 	m := newMetrics(reg)
-	topic := pubsub.TopicDID
+	topic := pubsub.TopicAnchorLinkset
 	want := []struct {
 		name string
 		c    prometheus.Collector

@@ -25,8 +25,8 @@ func TestRouterNext(t *testing.T) {
 
 	t.Run("first failure goes back at once", func(t *testing.T) {
 		t.Parallel()
-		q, _, pub := r.next(delivery(amqp.Table{hdrTopic: pubsub.TopicDID, hdrAttempt: int32(1), hdrFailure: "e1"}), now)
-		require.Equal(t, "p.did", q)
+		q, _, pub := r.next(delivery(amqp.Table{hdrTopic: pubsub.TopicAnchorLinkset, hdrAttempt: int32(1), hdrFailure: "e1"}), now)
+		require.Equal(t, "p.anchor_linkset", q)
 		require.EqualValues(t, 2, pub.Headers[hdrAttempt])
 		require.Len(t, pub.Headers[hdrHistory], 1)
 		require.Contains(t, pub.Headers[hdrHistory].([]any)[0], "attempt 1: e1")
@@ -38,7 +38,7 @@ func TestRouterNext(t *testing.T) {
 	})
 	t.Run("later failure waits in its tier", func(t *testing.T) {
 		t.Parallel()
-		q, _, pub := r.next(delivery(amqp.Table{hdrTopic: pubsub.TopicDID, hdrAttempt: int32(3), hdrFailure: "e3",
+		q, _, pub := r.next(delivery(amqp.Table{hdrTopic: pubsub.TopicAnchorLinkset, hdrAttempt: int32(3), hdrFailure: "e3",
 			hdrHistory: []any{"one", "two"}}), now)
 		require.Equal(t, "p.delay.200ms", q) // Delay(3) = 200 ms
 		require.EqualValues(t, 4, pub.Headers[hdrAttempt])
@@ -48,19 +48,19 @@ func TestRouterNext(t *testing.T) {
 	})
 	t.Run("last attempt parks", func(t *testing.T) {
 		t.Parallel()
-		q, _, pub := r.next(delivery(amqp.Table{hdrTopic: pubsub.TopicDID, hdrAttempt: int32(5), hdrFailure: "e5"}), now)
+		q, _, pub := r.next(delivery(amqp.Table{hdrTopic: pubsub.TopicAnchorLinkset, hdrAttempt: int32(5), hdrFailure: "e5"}), now)
 		require.Equal(t, "p.parked", q)
 		require.Contains(t, pub.Headers[hdrReason], "failed 5 attempts, last: e5")
 		require.EqualValues(t, 5, pub.Headers[hdrAttempt])
 		require.Equal(t, now.UnixMilli(), pub.Headers[hdrParkedAt])
 		p := parked(&amqp.Delivery{MessageId: pub.MessageId, Headers: pub.Headers, Body: pub.Body})
-		require.Equal(t, pubsub.TopicDID, p.Topic)
+		require.Equal(t, pubsub.TopicAnchorLinkset, p.Topic)
 		require.Equal(t, 5, p.Attempts)
 		require.Equal(t, "kept", p.Message.Headers["app"])
 	})
 	t.Run("permanent parks", func(t *testing.T) {
 		t.Parallel()
-		q, _, pub := r.next(delivery(amqp.Table{hdrTopic: pubsub.TopicDID, hdrAttempt: int32(1), hdrFailure: "bad", hdrPermanent: true}), now)
+		q, _, pub := r.next(delivery(amqp.Table{hdrTopic: pubsub.TopicAnchorLinkset, hdrAttempt: int32(1), hdrFailure: "bad", hdrPermanent: true}), now)
 		require.Equal(t, "p.parked", q)
 		require.Equal(t, "bad", pub.Headers[hdrReason])
 	})
@@ -73,16 +73,16 @@ func TestRouterNext(t *testing.T) {
 	})
 	t.Run("due waiting message is forwarded", func(t *testing.T) {
 		t.Parallel()
-		q, _, pub := r.next(delivery(amqp.Table{hdrTopic: pubsub.TopicDID, hdrAttempt: int32(2), hdrStage: stageWait,
+		q, _, pub := r.next(delivery(amqp.Table{hdrTopic: pubsub.TopicAnchorLinkset, hdrAttempt: int32(2), hdrStage: stageWait,
 			hdrDeliverAt: now.Add(-time.Millisecond).UnixMilli()}), now)
-		require.Equal(t, "p.did", q)
+		require.Equal(t, "p.anchor_linkset", q)
 		require.EqualValues(t, 2, pub.Headers[hdrAttempt])
 		require.NotContains(t, pub.Headers, hdrStage)
 		require.NotContains(t, pub.Headers, hdrDeliverAt)
 	})
 	t.Run("waiting message not yet due takes another hop", func(t *testing.T) {
 		t.Parallel()
-		q, _, pub := r.next(delivery(amqp.Table{hdrTopic: pubsub.TopicDID, hdrStage: stageWait,
+		q, _, pub := r.next(delivery(amqp.Table{hdrTopic: pubsub.TopicAnchorLinkset, hdrStage: stageWait,
 			hdrDeliverAt: now.Add(700 * time.Millisecond).UnixMilli()}), now)
 		require.Equal(t, "p.delay.300ms", q)
 		require.Equal(t, stageWait, pub.Headers[hdrStage])

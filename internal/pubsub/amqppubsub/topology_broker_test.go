@@ -22,12 +22,12 @@ func TestQueueDeletedUnderUs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- ps.Subscribe(ctx, pubsub.TopicDID, 1, func(_ context.Context, msg *pubsub.Message) error {
+		done <- ps.Subscribe(ctx, pubsub.TopicAnchorLinkset, 1, func(_ context.Context, msg *pubsub.Message) error {
 			got <- string(msg.Body)
 			return nil
 		})
 	}()
-	require.NoError(t, ps.Publish(ctx, pubsub.TopicDID, &pubsub.Message{Body: []byte("before")}))
+	require.NoError(t, ps.Publish(ctx, pubsub.TopicAnchorLinkset, &pubsub.Message{Body: []byte("before")}))
 	require.Equal(t, "before", anchordtest.WaitOrTimeout(t, got, waitTimeoutTest))
 
 	conn, err := amqp.Dial(cfg.URL)
@@ -35,10 +35,10 @@ func TestQueueDeletedUnderUs(t *testing.T) {
 	defer conn.Close()
 	ch, err := conn.Channel()
 	require.NoError(t, err)
-	_, err = ch.QueueDelete(ps.topo.queues[pubsub.TopicDID], false, false, false)
+	_, err = ch.QueueDelete(ps.topo.queues[pubsub.TopicAnchorLinkset], false, false, false)
 	require.NoError(t, err)
 
-	require.NoError(t, ps.Publish(ctx, pubsub.TopicDID, &pubsub.Message{Body: []byte("after")}))
+	require.NoError(t, ps.Publish(ctx, pubsub.TopicAnchorLinkset, &pubsub.Message{Body: []byte("after")}))
 	require.Equal(t, "after", anchordtest.WaitOrTimeout(t, got, waitTimeoutTest))
 	cancel()
 	require.NoError(t, anchordtest.WaitOrTimeout(t, done, waitTimeoutTest))

@@ -149,12 +149,12 @@ func testCompetingConsumers(t *testing.T, b *bundle) {
 func testMessagesOutliveInstance(t *testing.T, b *bundle) {
 	first := b.instance()
 	msg := message("survivor")
-	require.NoError(t, first.Publish(b.ctx(), pubsub.TopicDID, msg))
+	require.NoError(t, first.Publish(b.ctx(), pubsub.TopicAnchorLinkset, msg))
 	require.NoError(t, first.Close())
 
 	second := b.instance()
 	rec := newRecorder(nil)
-	subscribe(t, second, pubsub.TopicDID, 1, rec.handle)
+	subscribe(t, second, pubsub.TopicAnchorLinkset, 1, rec.handle)
 	d := rec.next(t)
 	require.Equal(t, msg.ID, d.msg.ID)
 	require.Equal(t, "survivor", string(d.msg.Body))

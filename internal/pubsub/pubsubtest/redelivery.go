@@ -159,7 +159,7 @@ func testParkedRepublish(t *testing.T, b *bundle) {
 func testDelayedPublish(t *testing.T, b *bundle) {
 	ps := b.instance()
 	rec := newRecorder(nil)
-	subscribe(t, ps, pubsub.TopicDID, 3, rec.handle)
+	subscribe(t, ps, pubsub.TopicAnchorLinkset, 3, rec.handle)
 	ctx := b.ctx()
 
 	long, short, now := message("long"), message("short"), message("now")
@@ -172,9 +172,9 @@ func testDelayedPublish(t *testing.T, b *bundle) {
 	}{{long, longDelay}, {short, shortDelay}, {now, 0}} {
 		start := time.Now()
 		if c.delay > 0 {
-			require.NoError(t, ps.PublishDelayed(ctx, pubsub.TopicDID, c.delay, c.msg))
+			require.NoError(t, ps.PublishDelayed(ctx, pubsub.TopicAnchorLinkset, c.delay, c.msg))
 		} else {
-			require.NoError(t, ps.Publish(ctx, pubsub.TopicDID, c.msg))
+			require.NoError(t, ps.Publish(ctx, pubsub.TopicAnchorLinkset, c.msg))
 		}
 		published[c.msg.ID], wants[c.msg.ID] = start, c.delay
 	}

@@ -163,6 +163,7 @@ func Exercise(t *testing.T, newOpener func(t testing.TB) Opener, migrations []st
 	exerciseOpQueue(t, setup)
 	exercisePipeline(t, setup)
 	exerciseCluster(t, setup)
+	exerciseCASPins(t, setup)
 	exerciseAnchoredOps(t, setup)
 	exerciseTask(t, setup)
 	exerciseLedger(t, setup)
