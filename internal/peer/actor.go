@@ -80,7 +80,9 @@ func (c *Client) actor(ctx context.Context, iri string, refresh bool) (*activity
 	return a, nil
 }
 
-func (c *Client) fresh(e cachedActor, now time.Time) bool { return now.Sub(e.fetchedAt) < c.cfg.CacheTTL }
+func (c *Client) fresh(e cachedActor, now time.Time) bool {
+	return now.Sub(e.fetchedAt) < c.cfg.CacheTTL
+}
 
 // stored reads the store's copy of an actor; a copy that no longer parses is ignored.
 func (c *Client) stored(ctx context.Context, iri string) (cachedActor, bool) {

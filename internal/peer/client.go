@@ -54,7 +54,7 @@ type Client struct {
 	cache  *lru.Cache[string, cachedActor]
 	// keys maps the key ids of cached actors to their IRIs.
 	keys *lru.Cache[string, string]
-	m      *metrics
+	m    *metrics
 }
 
 // New returns a Client that signs with cfg's key and caches actors in st.
