@@ -93,6 +93,9 @@ func New(cfg Config, st ActorStore) (*Client, error) {
 	return &Client{cfg: cfg, signer: signer, http: hc, st: st, cache: cache, keys: keys, m: m}, nil
 }
 
+// Timeout is the bound of one request.
+func (c *Client) Timeout() time.Duration { return c.cfg.Timeout }
+
 // Close releases idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 
