@@ -135,8 +135,12 @@ func (d *Deliverer) deliver(ctx context.Context, dl store.ActivityDelivery) stri
 		complete: func(ctx context.Context, tx store.Executor, c store.ActivityClaim) error {
 			return tx.ActivityDeliveryComplete(ctx, store.ActivityCompleteParams{Claim: c, Keep: s.cfg.DeliveredKeep})
 		},
-		retry: func(ctx context.Context, tx store.Executor, p store.ActivityRetryParams) error { return tx.ActivityDeliveryRetry(ctx, p) },
-		park:  func(ctx context.Context, tx store.Executor, p store.ActivityRetryParams) error { return tx.ActivityDeliveryPark(ctx, p) },
+		retry: func(ctx context.Context, tx store.Executor, p store.ActivityRetryParams) error {
+			return tx.ActivityDeliveryRetry(ctx, p)
+		},
+		park: func(ctx context.Context, tx store.Executor, p store.ActivityRetryParams) error {
+			return tx.ActivityDeliveryPark(ctx, p)
+		},
 	})
 	if settleErr != nil {
 		if ctx.Err() == nil {

@@ -271,7 +271,9 @@ func (s *Service) getRelationships(kind string) http.HandlerFunc {
 			return
 		}
 		s.serveCollection(w, r, s.actor+path, activity.TypeCollection,
-			func(ctx context.Context) (int64, error) { return s.st.RelationshipCount(ctx, kind, store.RelationshipAccepted) },
+			func(ctx context.Context) (int64, error) {
+				return s.st.RelationshipCount(ctx, kind, store.RelationshipAccepted)
+			},
 			func(ctx context.Context, offset int64, limit int) ([]*activity.Object, error) {
 				rs, err := s.st.RelationshipList(ctx, store.RelationshipListParams{Kind: kind, Status: store.RelationshipAccepted, Offset: offset, Limit: limit})
 				if err != nil {

@@ -127,8 +127,12 @@ func (p *Processor) process(ctx context.Context, row store.InboxActivity) string
 		complete: func(ctx context.Context, tx store.Executor, c store.ActivityClaim) error {
 			return tx.ActivityInboxComplete(ctx, store.ActivityCompleteParams{Claim: c})
 		},
-		retry: func(ctx context.Context, tx store.Executor, rp store.ActivityRetryParams) error { return tx.ActivityInboxRetry(ctx, rp) },
-		park:  func(ctx context.Context, tx store.Executor, rp store.ActivityRetryParams) error { return tx.ActivityInboxPark(ctx, rp) },
+		retry: func(ctx context.Context, tx store.Executor, rp store.ActivityRetryParams) error {
+			return tx.ActivityInboxRetry(ctx, rp)
+		},
+		park: func(ctx context.Context, tx store.Executor, rp store.ActivityRetryParams) error {
+			return tx.ActivityInboxPark(ctx, rp)
+		},
 	})
 	if settleErr != nil {
 		if ctx.Err() == nil {
