@@ -176,12 +176,14 @@ type HTTPConfig struct {
 	WriteTimeout time.Duration
 	IdleTimeout  time.Duration
 	MaxBodyBytes int64
-	// MaxConnections caps the connections served at once (beyond: 503 too_many_connections).
+	// MaxConnections caps the connections served at once (beyond: 429 too_many_connections).
 	MaxConnections int
 	// RateLimit is requests per second per client IP (IPv6: per /64), 0 = off; RateBurst is
 	// how many at once (0 = one second's worth). Beyond: 429 rate_limited.
 	RateLimit float64
 	RateBurst int
+	// AccessLog logs one line per answered request.
+	AccessLog bool
 }
 
 // Default returns a Config with every parameter at its default.

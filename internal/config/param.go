@@ -24,6 +24,7 @@ func (c *Config) params() []param.Param {
 		param.Int(&c.HTTP.MaxConnections, "http-max-connections", "connections served at once; beyond, a connection's request gets 429 too_many_connections and the connection is closed"),
 		param.Float(&c.HTTP.RateLimit, "http-rate-limit", "requests per second one client IP (IPv6: one /64) may send; beyond, 429 rate_limited with Retry-After (0: off)"),
 		param.Int(&c.HTTP.RateBurst, "http-rate-burst", "requests a client may send at once under --http-rate-limit (0: one second's worth)"),
+		param.Bool(&c.HTTP.AccessLog, "access-log", "log one line per answered HTTP request (method, path, route, status, duration)"),
 		param.Duration(&c.ShutdownTimeout, "shutdown-timeout", "time allowed for each stage of the ordered shutdown"),
 		param.Duration(&c.HealthTimeout, "health-timeout", "time allowed for each dependency check of /healthcheck"),
 		param.String(&c.DIDMethod, "did-method", "DID method name, with any network segment (e.g. ion:test)"),

@@ -44,8 +44,8 @@ type core struct {
 	checks map[string]httpapi.CheckFunc
 	// routes are served on --host-url behind the API tokens; adminRoutes on --admin-addr
 	// behind the admin token.
-	routes      []func(mux *http.ServeMux)
-	adminRoutes []func(mux *http.ServeMux)
+	routes      []func(mux httpapi.Router)
+	adminRoutes []func(mux httpapi.Router)
 	// apiLn and adminLn are bound before any shape is assembled (listen).
 	apiLn, adminLn net.Listener
 }
@@ -151,7 +151,7 @@ func (c *core) serve() (*httpapi.Server, error) {
 	}
 	srv, err := httpapi.New(httpapi.Config{
 		Listener: c.apiLn, ReadTimeout: c.cfg.HTTP.ReadTimeout, WriteTimeout: c.cfg.HTTP.WriteTimeout,
-		IdleTimeout: c.cfg.HTTP.IdleTimeout, MaxBodyBytes: c.cfg.HTTP.MaxBodyBytes,
+		IdleTimeout: c.cfg.HTTP.IdleTimeout, MaxBodyBytes: c.cfg.HTTP.MaxBodyBytes, AccessLog: c.cfg.HTTP.AccessLog,
 		MaxConnections: c.cfg.HTTP.MaxConnections, RateLimit: c.cfg.HTTP.RateLimit, RateBurst: c.cfg.HTTP.RateBurst,
 		ShutdownTimeout: c.cfg.ShutdownTimeout, HealthTimeout: c.cfg.HealthTimeout,
 		Checks: c.checks, Gatherer: c.reg, Routes: mountAll(c.routes), Guard: auth.Wrap,
@@ -175,8 +175,8 @@ func (c *core) serve() (*httpapi.Server, error) {
 	return srv, nil
 }
 
-func mountAll(routes []func(mux *http.ServeMux)) func(mux *http.ServeMux) {
-	return func(mux *http.ServeMux) {
+func mountAll(routes []func(mux httpapi.Router)) func(mux httpapi.Router) {
+	return func(mux httpapi.Router) {
 		for _, r := range routes {
 			r(mux)
 		}

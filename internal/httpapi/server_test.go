@@ -105,7 +105,7 @@ func TestHealthcheckTimesOutAHangingDependency(t *testing.T) {
 
 func TestMetricsRouteAndRequestMetrics(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{Routes: func(mux *http.ServeMux) {
+	b := setup(t, Config{Routes: func(mux Router) {
 		mux.HandleFunc("GET /things/{id}", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
 	}})
 	for _, id := range []string{"a", "b", "c"} {
@@ -124,7 +124,7 @@ func TestMetricsRouteAndRequestMetrics(t *testing.T) {
 
 func TestBodyLimitAnswers413(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{MaxBodyBytes: 1024, Routes: func(mux *http.ServeMux) {
+	b := setup(t, Config{MaxBodyBytes: 1024, Routes: func(mux Router) {
 		mux.HandleFunc("POST /echo", func(w http.ResponseWriter, r *http.Request) {
 			if _, err := io.ReadAll(r.Body); err != nil {
 				var mbe *http.MaxBytesError
@@ -151,7 +151,7 @@ func TestBodyLimitAnswers413(t *testing.T) {
 
 func TestPanicBecomes500(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{Routes: func(mux *http.ServeMux) {
+	b := setup(t, Config{Routes: func(mux Router) {
 		mux.HandleFunc("GET /boom", func(http.ResponseWriter, *http.Request) { panic("boom") })
 	}})
 	code, body := get(t, b.base+"/boom")
@@ -165,7 +165,7 @@ func TestRunDrainsInFlightRequests(t *testing.T) {
 	t.Parallel()
 	entered := make(chan struct{})
 	release := make(chan struct{})
-	b := setup(t, Config{Routes: func(mux *http.ServeMux) {
+	b := setup(t, Config{Routes: func(mux Router) {
 		mux.HandleFunc("GET /slow", func(w http.ResponseWriter, r *http.Request) {
 			close(entered)
 			<-release

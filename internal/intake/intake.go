@@ -16,8 +16,9 @@ import (
 // operation could not be stored. The request was not accepted; the client should retry (503).
 var ErrRetryLater = errors.New("operation not accepted; retry later")
 
-// CodeOperationPending is the 400 code of ErrPending, alongside the sidetree codes.
-const CodeOperationPending sidetree.Code = "operation_pending"
+// CodeOperationPending is the 400 code of a second operation for a DID that has one pending,
+// alongside the sidetree codes; it is the reference implementation's code for the same refusal.
+const CodeOperationPending sidetree.Code = "queueing_multiple_operations_per_did_not_allowed"
 
 // Queue is where accepted operations go.
 type Queue interface {

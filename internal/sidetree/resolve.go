@@ -88,7 +88,7 @@ type resolution struct {
 // the document only when the delta is present and matches deltaHash.
 func newResolution(create *Operation, seq uint64) *resolution {
 	r := &resolution{
-		st:  &State{Suffix: create.Suffix, RecoveryCommitment: create.SuffixData.RecoveryCommitment, Published: true, LastSequence: seq},
+		st:  &State{Suffix: create.Suffix, RecoveryCommitment: create.SuffixData.RecoveryCommitment, Published: true, LastSequence: seq, CreateSequence: seq},
 		doc: newDocumentBuilder(Document{}),
 	}
 	if create.Delta != nil && create.Delta.Hash() == create.SuffixData.DeltaHash {
