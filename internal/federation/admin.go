@@ -141,8 +141,8 @@ func checkListType(t string) error {
 //	GET    /admin/v1/acceptlist[?type=T]  accept lists
 //	POST   /admin/v1/acceptlist           {"type": T, "actor": IRI}
 //	DELETE /admin/v1/acceptlist?type=T&actor=IRI
-func (s *Service) AdminRoutes() func(mux *http.ServeMux) {
-	return func(mux *http.ServeMux) {
+func (s *Service) AdminRoutes() func(mux httpapi.Router) {
+	return func(mux httpapi.Router) {
 		mux.HandleFunc("GET /admin/v1/following", s.adminList(store.RelationshipFollowing))
 		mux.HandleFunc("GET /admin/v1/followers", s.adminList(store.RelationshipFollower))
 		mux.HandleFunc("POST /admin/v1/following", s.adminFollow)

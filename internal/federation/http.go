@@ -25,8 +25,8 @@ const (
 
 // Routes returns the public routes of the service, served on the API listener: the actor and
 // its key, discovery (host-meta, WebFinger, did:web), the inbox and the collections.
-func (s *Service) Routes() func(mux *http.ServeMux) {
-	return func(mux *http.ServeMux) {
+func (s *Service) Routes() func(mux httpapi.Router) {
+	return func(mux httpapi.Router) {
 		mux.HandleFunc("GET "+ServicePath, s.getActor)
 		mux.HandleFunc("GET "+ServicePath+activity.PathMainKey, s.getKey)
 		mux.HandleFunc("POST "+ServicePath+activity.PathInbox, s.postInbox)
@@ -86,7 +86,7 @@ func (s *Service) postInbox(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		httpapi.WriteError(w, http.StatusBadRequest, "invalid_body", "the body could not be read")
+		httpapi.WriteError(w, http.StatusBadRequest, "invalid_activity", "the body could not be read")
 		return
 	}
 	a, err := activity.ParseWithLimits(body, activity.Limits{MaxBytes: int(s.cfg.MaxInboxBytes)})
@@ -135,7 +135,7 @@ func (s *Service) refuseSignature(w http.ResponseWriter, r *http.Request, err er
 		w.Header().Set("WWW-Authenticate", `Signature realm="anchord",headers="(request-target) date digest"`)
 		s.refuse(w, r, "", http.StatusUnauthorized, "unauthorized", err)
 	case errors.Is(err, httpsig.ErrBodyTooLarge):
-		s.refuse(w, r, "", http.StatusRequestEntityTooLarge, "too_large", err)
+		s.refuse(w, r, "", http.StatusRequestEntityTooLarge, "request_too_large", err)
 	default:
 		s.unavailable(w, r, "verify signature", err)
 	}

@@ -96,3 +96,7 @@ func (w *waker) Run(ctx context.Context) error {
 	})
 	return g.Wait()
 }
+
+// RunWaker carries wake-ups between the instances of a cluster (Config.Broker) until ctx is
+// done; without a broker it returns at once.
+func (s *Service) RunWaker(ctx context.Context) error { return s.wake.Run(ctx) }
