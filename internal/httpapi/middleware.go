@@ -33,8 +33,8 @@ type front struct {
 	maxBody int64
 	// pathBody holds the body limits of paths that differ from maxBody.
 	pathBody map[string]int64
-	rate    *rateLimiter // nil: no rate limit
-	routes  routeLabels
+	rate     *rateLimiter // nil: no rate limit
+	routes   routeLabels
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
