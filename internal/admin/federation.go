@@ -25,10 +25,23 @@ type federationOptions struct {
 // runFederation executes `anchord admin follow|followers|acceptlist <verb> [ACTOR] [params]`.
 func runFederation(noun, verb string, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
 	o := federationOptions{options: options{Target: TargetDefault}}
-	var actors []string
-	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		actors, args = append(actors, args[0]), args[1:]
+	// Actors may come before or after the parameters: take out every argument that is neither
+	// a parameter nor the value of one (--json and --help take none).
+	var actors, rest []string
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if !strings.HasPrefix(arg, "-") {
+			actors = append(actors, arg)
+			continue
+		}
+		rest = append(rest, arg)
+		name := strings.TrimLeft(arg, "-")
+		if !strings.Contains(name, "=") && name != "json" && name != "help" && name != "h" && i+1 < len(args) {
+			rest = append(rest, args[i+1])
+			i++
+		}
 	}
+	args = rest
 	ps := append(o.commonParams(), param.Bool(&o.JSON, "json", "print JSON instead of a table"))
 	if noun == "acceptlist" {
 		ps = append(ps, param.String(&o.Type, "type", "accept list: follow or invite-witness"))
