@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -324,4 +326,52 @@ func TestFederationDeliveryOutlivesKills(t *testing.T) {
 	require.Contains(t, out, "retried "+id)
 	a.waitRelationship("follow", c.actor(), "accepted")
 	require.Equal(t, http.StatusOK, a.p.Health(), "a peer being down never made A unhealthy")
+}
+
+// TestFederationCluster: domain A is two instances on PostgreSQL and RabbitMQ behind one
+// external endpoint (a round-robin proxy); B is embedded. B follows A and A follows B; with
+// one of A's instances killed, C's Follow of A is still answered, by the survivor.
+func TestFederationCluster(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var backends []*url.URL
+	next := 0
+	proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		mu.Lock()
+		u := backends[next%len(backends)]
+		next++
+		mu.Unlock()
+		r.SetURL(u)
+		r.Out.Host = r.In.Host
+	}})
+	defer proxy.Close()
+	a := startCluster(t, 2, "--external-endpoint", proxy.URL)
+	mu.Lock()
+	for _, n := range a.nodes {
+		u, _ := url.Parse("http://" + n.addr)
+		backends = append(backends, u)
+	}
+	mu.Unlock()
+	aActor := proxy.URL + "/services/anchord"
+	ports := anchordtest.FreePorts(t, 2)
+	b := newFedDomain(t, "B", fmt.Sprintf("127.0.0.1:%d", ports[0])).start()
+	aAdmin := &fedDomain{t: t, name: "A", p: a.nodes[0].process()}
+
+	code, _, errOut := b.admin("follow", "add", aActor)
+	require.Equal(t, 0, code, errOut)
+	code, _, errOut = aAdmin.admin("follow", "add", b.actor())
+	require.Equal(t, 0, code, errOut)
+	b.waitRelationship("follow", aActor, "accepted")
+	aAdmin.waitRelationship("follow", b.actor(), "accepted")
+	require.Equal(t, map[string]string{b.actor(): "accepted"}, aAdmin.relationships("followers"))
+
+	a.nodes[1].process().Kill()
+	mu.Lock()
+	backends = backends[:1]
+	mu.Unlock()
+	c := newFedDomain(t, "C", fmt.Sprintf("127.0.0.1:%d", ports[1])).start()
+	code, _, errOut = c.admin("follow", "add", aActor)
+	require.Equal(t, 0, code, errOut)
+	c.waitRelationship("follow", aActor, "accepted")
+	require.Equal(t, map[string]string{b.actor(): "accepted", c.actor(): "accepted"}, aAdmin.relationships("followers"))
 }
