@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/anchord/anchord/internal/activity"
@@ -56,6 +57,8 @@ func TestDeliveryToADownFollowerIsParkedAndReArmed(t *testing.T) {
 		outcomes = append(outcomes, del.delivered.WaitOrTimeout(t, 10*time.Second).Outcome)
 	}
 	require.Equal(t, []string{outcomeRetried, outcomeRetried, outcomeParked}, outcomes)
+	require.Equal(t, 2.0, testutil.ToFloat64(a.svc.m.deliveries.WithLabelValues(outcomeRetried)))
+	require.Equal(t, 1.0, testutil.ToFloat64(a.svc.m.deliveries.WithLabelValues(outcomeParked)))
 	ds, err := a.st.ActivityDeliveryListByActivity(ctx, id)
 	require.NoError(t, err)
 	require.Len(t, ds, 1)
@@ -76,6 +79,8 @@ func TestDeliveryToADownFollowerIsParkedAndReArmed(t *testing.T) {
 		return tx.DeadLetterDelete(ctx, dls[0].ID)
 	}))
 	require.Equal(t, outcomeDelivered, del.delivered.WaitOrTimeout(t, 10*time.Second).Outcome)
+	require.Equal(t, 1.0, testutil.ToFloat64(a.svc.m.deliveries.WithLabelValues(outcomeDelivered)))
+	require.Equal(t, 1.0, testutil.ToFloat64(a.svc.m.gauges.WithLabelValues("followers")), "the gauges were read at the first round")
 	mu.Lock()
 	defer mu.Unlock()
 	require.Len(t, got, 1)

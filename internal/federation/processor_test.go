@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/anchord/anchord/internal/activity"
@@ -48,6 +49,9 @@ func TestInboxHandlerFailureIsRetriedThenParkedThenRetriedByAnOperator(t *testin
 	require.Equal(t, []string{outcomeRetried, outcomeRetried, outcomeParked}, outcomes[m.actor()+"/activities/poison"])
 	require.Equal(t, []string{"done"}, outcomes[m.actor()+"/activities/fine"], "the poison activity does not hold back the next")
 	require.Equal(t, int64(3), calls.Load())
+	require.Equal(t, 2.0, testutil.ToFloat64(a.svc.m.inbox.WithLabelValues("Create", "received")))
+	require.Equal(t, 2.0, testutil.ToFloat64(a.svc.m.inbox.WithLabelValues("Create", "retried")))
+	require.Equal(t, 1.0, testutil.ToFloat64(a.svc.m.inbox.WithLabelValues("Create", "parked")))
 
 	ctx := context.Background()
 	dls, err := a.st.DeadLetterList(ctx, store.DeadLetterListParams{Kind: store.DeadLetterActivity, Limit: 10})
