@@ -109,12 +109,18 @@ func TestFederationFollowThroughTheCLI(t *testing.T) {
 	require.Equal(t, map[string]string{a.actor(): "accepted"}, b.relationships("followers"))
 	require.Empty(t, c.relationships("followers"))
 
-	code, out, _ := a.admin("follow", "list")
-	require.Equal(t, 0, code)
+	code, out, errOut := a.admin("follow", "list")
+	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `ACTOR\s+STATUS\s+SINCE\s+ACTIVITY`, out)
 	require.Contains(t, out, b.actor())
 
-	code, _, errOut := c.admin("follow", "remove", a.actor())
+	code, out, errOut = a.admin("witness", "add", c.actor())
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "invited "+c.actor()+": pending")
+	a.waitRelationship("witness", c.actor(), "accepted")
+	require.Equal(t, map[string]string{a.actor(): "accepted"}, c.relationships("witnessing"))
+
+	code, _, errOut = c.admin("follow", "remove", a.actor())
 	require.Equal(t, 0, code, errOut)
 	require.Empty(t, c.relationships("follow"))
 	anchordtest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {

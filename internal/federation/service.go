@@ -216,6 +216,21 @@ func (s *Service) Following(ctx context.Context) ([]string, error) {
 	return listActors(ctx, s.st, store.RelationshipFollowing)
 }
 
+// Witnesses lists the actors that witness our anchors: they accepted our Invite.
+func (s *Service) Witnesses(ctx context.Context) ([]string, error) {
+	return listActors(ctx, s.st, store.RelationshipWitness)
+}
+
+// Witnessing lists the actors whose anchors we witness: we accepted their Invite.
+func (s *Service) Witnessing(ctx context.Context) ([]string, error) {
+	return listActors(ctx, s.st, store.RelationshipWitnessing)
+}
+
+// IsWitnessing reports whether we accepted actor's Invite to witness its anchors.
+func (s *Service) IsWitnessing(ctx context.Context, actor string) (bool, error) {
+	return s.hasRelationship(ctx, store.RelationshipWitnessing, actor)
+}
+
 // listActors lists the accepted relationships of a kind, page by page.
 func listActors(ctx context.Context, st store.Executor, kind string) ([]string, error) {
 	const page = 500
