@@ -108,3 +108,36 @@ func TestRegisterHandler(t *testing.T) {
 	a.svc.Processor()
 	require.ErrorContains(t, a.svc.RegisterHandler(activity.TypeAnnounce, h), "already runs")
 }
+
+// TestAnswersOfOtherActivitiesGoToTheirHandler: an Accept of our Offer reaches the handler
+// registered for Offer answers; an Accept of an Offer that is not ours is refused (403), and
+// one of a type nobody handles is refused (400).
+func TestAnswersOfOtherActivitiesGoToTheirHandler(t *testing.T) {
+	t.Parallel()
+	a, w := newDomain(t), newDomain(t)
+	got := make(chan Inbound, 1)
+	require.NoError(t, a.svc.RegisterAnswerHandler(activity.TypeOffer, Handler{Handle: func(_ context.Context, in Inbound) error {
+		got <- in
+		return nil
+	}}))
+	require.Error(t, a.svc.RegisterAnswerHandler(activity.TypeFollow, Handler{Handle: func(context.Context, Inbound) error { return nil }}))
+	a.run(t)
+	accept := func(id, offerActor string, offerType activity.Type) []byte {
+		return []byte(fmt.Sprintf(`{"@context":"https://www.w3.org/ns/activitystreams","id":%q,"type":"Accept","actor":%q,"to":%q,
+			"object":{"id":%q,"type":%q,"actor":%q,"object":"https://x.example/anchor"}}`,
+			w.actor()+"/activities/"+id, w.actor(), a.actor(), a.actor()+"/activities/offer", offerType, offerActor))
+	}
+	status, body := send(t, w.signedRequest(t, "POST", a.srv.URL+InboxPath(), accept("1", a.actor(), activity.TypeOffer)))
+	require.Equal(t, 200, status, body)
+	select {
+	case in := <-got:
+		require.Equal(t, w.actor(), in.Actor)
+		require.Equal(t, activity.TypeOffer, in.Activity.Object.Activity.Type)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Offer's Accept never reached its handler")
+	}
+	status, body = send(t, w.signedRequest(t, "POST", a.srv.URL+InboxPath(), accept("2", w.actor(), activity.TypeOffer)))
+	require.Equal(t, 403, status, body)
+	status, body = send(t, w.signedRequest(t, "POST", a.srv.URL+InboxPath(), accept("3", a.actor(), activity.TypeLike)))
+	require.Equal(t, 400, status, body)
+}
