@@ -78,6 +78,16 @@ func (c *Config) params() []param.Param {
 		param.Secret(&c.AuthTokens, "auth-tokens", "the tokens those definitions name: name=secret, comma-separated").Env("ORB_AUTH_TOKENS"),
 		param.String(&c.CASType, "cas-type", "where batch files live besides the database: local, or ipfs (also added to the node at --ipfs-url, and read from it when missing here)"),
 		param.Secret(&c.IPFSURL, "ipfs-url", "RPC API of the IPFS (Kubo) node for --cas-type ipfs, e.g. http://127.0.0.1:5001"),
+		param.String(&c.Federation.ExternalEndpoint, "external-endpoint", "public base URL of this domain; its ActivityPub actor is <external-endpoint>/services/anchord (empty: http://<host-url>)").Env("ORB_EXTERNAL_ENDPOINT"),
+		param.Int(&c.Federation.PageSize, "activitypub-page-size", "items per page of the ActivityPub collections").Env("ACTIVITYPUB_PAGE_SIZE"),
+		param.Duration(&c.Federation.MaxClockSkew, "max-clock-skew", "how far the Date of a signed request from another domain may be from our clock").Env("MAX_CLOCK_SKEW"),
+		param.String(&c.Federation.FollowAuthPolicy, "follow-auth-policy", "whom we accept as followers: accept-all, or accept-list (anchord admin acceptlist --type follow)").Env("FOLLOW_AUTH_POLICY"),
+		param.String(&c.Federation.InviteWitnessAuthPolicy, "invite-witness-auth-policy", "whose invitations to witness we accept: accept-all, or accept-list (--type invite-witness)").Env("INVITE_WITNESS_AUTH_POLICY"),
+		param.Duration(&c.Federation.SyncInterval, "sync-interval", "interval of the activity-sync task, which pulls what delivery missed from followed domains").Env("ANCHOR_EVENT_SYNC_INTERVAL"),
+		param.Duration(&c.Federation.SyncAcceleratedInterval, "sync-accelerated-interval", "interval of the activity sync after a run that hit --sync-max-activities").Env("ANCHOR_EVENT_SYNC_ACCELERATED_INTERVAL"),
+		param.Duration(&c.Federation.SyncMinActivityAge, "sync-min-activity-age", "the activity sync leaves younger activities to live delivery").Env("ANCHOR_EVENT_SYNC_MIN_ACTIVITY_AGE"),
+		param.Int(&c.Federation.SyncMaxActivities, "sync-max-activities", "activities the activity sync queues per run").Env("ANCHOR_EVENT_SYNC_MAX_ACTIVITIES"),
+		param.Duration(&c.Federation.RequestTimeout, "peer-request-timeout", "bound on each request to another domain (actor, key, inbox, collection page, CAS file)"),
 		param.Int(&c.CASCIDVersion, "cas-cid-version", "CID version of stored batch files: 0 (Qm…, ipfs add's default) or 1"),
 	}
 }

@@ -57,6 +57,11 @@ func cluster(ctx context.Context, c *core) error {
 		return err
 	}
 
+	// The domain's ActivityPub service; the handlers of anchor activities are registered on it
+	// here, before the supervisor starts its inbox processor.
+	if _, err := c.federation(ctx); err != nil {
+		return err
+	}
 	// Consumers stop first; the heartbeat runs until the writer has flushed, then the instance
 	// hands back what it still holds and deletes its task entry.
 	c.sup.add(StageConsumers, "opqueue-consumer", broker.Consume)

@@ -38,6 +38,7 @@ type core struct {
 	limits  batchfile.Limits
 	cas     *cas.Store
 	tasks   *taskmgr.Manager
+	expiry  *expiry.Service
 	// retry holds the dead-letter retry paths that components register, by kind.
 	retry map[string]deadletter.KindRetryFunc
 
@@ -46,6 +47,8 @@ type core struct {
 	// behind the admin token.
 	routes      []func(mux httpapi.Router)
 	adminRoutes []func(mux httpapi.Router)
+	// bodyLimits replace --http-max-body-bytes on the paths that take larger bodies.
+	bodyLimits map[string]int64
 	// apiLn and adminLn are bound before any shape is assembled (listen).
 	apiLn, adminLn net.Listener
 	// federationView is what the explorer shows of the federation; the federation's assembly
@@ -62,8 +65,9 @@ func newCore(cfg config.Config, st store.Store, logger *slog.Logger, reg *promet
 	c := &core{
 		cfg: cfg, st: st, logger: logger, reg: reg, sup: sup, instanceID: instanceID,
 		profile: cfg.SidetreeProfile(), limits: batchfile.DefaultLimits(),
-		checks: map[string]httpapi.CheckFunc{"database": st.Ping},
-		retry:  map[string]deadletter.KindRetryFunc{},
+		checks:     map[string]httpapi.CheckFunc{"database": st.Ping},
+		retry:      map[string]deadletter.KindRetryFunc{},
+		bodyLimits: map[string]int64{},
 	}
 	c.limits.CheckURIFunc = func(uri string) error { _, err := cas.ParseCID(uri); return err }
 	if err := c.buildCAS(); err != nil {
@@ -78,6 +82,7 @@ func newCore(cfg config.Config, st store.Store, logger *slog.Logger, reg *promet
 	if err != nil {
 		return nil, err
 	}
+	c.expiry = exp
 	if err := exp.Register(expiry.Disposable("anchored_ops", "expires_at")); err != nil {
 		return nil, err
 	}
@@ -154,7 +159,7 @@ func (c *core) serve() (*httpapi.Server, error) {
 	}
 	srv, err := httpapi.New(httpapi.Config{
 		Listener: c.apiLn, ReadTimeout: c.cfg.HTTP.ReadTimeout, WriteTimeout: c.cfg.HTTP.WriteTimeout,
-		IdleTimeout: c.cfg.HTTP.IdleTimeout, MaxBodyBytes: c.cfg.HTTP.MaxBodyBytes, AccessLog: c.cfg.HTTP.AccessLog,
+		IdleTimeout: c.cfg.HTTP.IdleTimeout, MaxBodyBytes: c.cfg.HTTP.MaxBodyBytes, PathBodyLimits: c.bodyLimits, AccessLog: c.cfg.HTTP.AccessLog,
 		MaxConnections: c.cfg.HTTP.MaxConnections, RateLimit: c.cfg.HTTP.RateLimit, RateBurst: c.cfg.HTTP.RateBurst,
 		ShutdownTimeout: c.cfg.ShutdownTimeout, HealthTimeout: c.cfg.HealthTimeout,
 		Checks: c.checks, Gatherer: c.reg, Routes: mountAll(c.routes), Guard: auth.Wrap,

@@ -48,6 +48,11 @@ func embedded(ctx context.Context, c *core) error {
 	if err != nil {
 		return err
 	}
+	// The domain's ActivityPub service; the handlers of anchor activities are registered on it
+	// here, before the supervisor starts its inbox processor.
+	if _, err := c.federation(ctx); err != nil {
+		return err
+	}
 	suffixes, err := queue.Load(ctx)
 	if err != nil {
 		return err

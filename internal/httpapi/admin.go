@@ -91,9 +91,9 @@ func (c AdminConfig) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p := store.DeadLetterListParams{Kind: q.Get("kind"), Limit: 100}
 	switch p.Kind {
-	case "", store.DeadLetterOperation, store.DeadLetterMessage, store.DeadLetterLedgerBatch:
+	case "", store.DeadLetterOperation, store.DeadLetterMessage, store.DeadLetterLedgerBatch, store.DeadLetterActivity:
 	default:
-		WriteError(w, http.StatusBadRequest, "invalid_parameter", "kind must be operation, message or ledger_batch")
+		WriteError(w, http.StatusBadRequest, "invalid_parameter", "kind must be operation, message, ledger_batch or activity")
 		return
 	}
 	if v := q.Get("after"); v != "" {

@@ -37,11 +37,14 @@ const (
 // Config configures the server.
 type Config struct {
 	// Addr is the listen address (host:port); port 0 picks a free port (see Server.Addr).
-	Addr            string
-	ReadTimeout     time.Duration
-	WriteTimeout    time.Duration
-	IdleTimeout     time.Duration
-	MaxBodyBytes    int64
+	Addr         string
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	IdleTimeout  time.Duration
+	MaxBodyBytes int64
+	// PathBodyLimits replaces MaxBodyBytes for requests to exact paths: the federation inbox
+	// takes activities that carry an anchor's linkset.
+	PathBodyLimits  map[string]int64
 	ShutdownTimeout time.Duration
 	HealthTimeout   time.Duration
 
@@ -126,7 +129,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Routes(routes)
 	}
 
-	h := &front{mux: mux, next: mux, m: m, logger: logger, maxBody: cfg.MaxBodyBytes}
+	h := &front{mux: mux, next: mux, m: m, logger: logger, maxBody: cfg.MaxBodyBytes, pathBody: cfg.PathBodyLimits}
 	if cfg.Guard != nil {
 		h.next = cfg.Guard(mux)
 	}

@@ -149,6 +149,31 @@ func TestBodyLimitAnswers413(t *testing.T) {
 	require.Equal(t, "body_too_large", eb.Code)
 }
 
+func TestPathBodyLimitReplacesTheDefault(t *testing.T) {
+	t.Parallel()
+	echo := func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			WriteError(w, http.StatusRequestEntityTooLarge, "body_too_large", err.Error())
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+	b := setup(t, Config{MaxBodyBytes: 1024, PathBodyLimits: map[string]int64{"/big": 4096}, Routes: func(mux Router) {
+		mux.HandleFunc("POST /big", echo)
+		mux.HandleFunc("POST /small", echo)
+	}})
+	for _, c := range []struct {
+		path string
+		size int
+		want int
+	}{{"/big", 4096, http.StatusNoContent}, {"/big", 4097, http.StatusRequestEntityTooLarge}, {"/small", 1025, http.StatusRequestEntityTooLarge}} {
+		resp, err := http.Post(b.base+c.path, "application/json", strings.NewReader(strings.Repeat("x", c.size)))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, c.want, resp.StatusCode, "%s with %d bytes", c.path, c.size)
+	}
+}
+
 func TestPanicBecomes500(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{Routes: func(mux Router) {
