@@ -13,9 +13,10 @@ import (
 const viewPeersMax = 1000
 
 // Federation implements httpapi.FederationSource: the domain's accepted relationships, each
-// with the state of the latest delivery we made to that peer.
+// with the state of the latest delivery we made to that peer. A domain with none takes no part
+// in a federation yet (Enabled false), though its actor is served.
 func (s *Service) Federation(ctx context.Context) (httpapi.FederationView, error) {
-	v := httpapi.FederationView{Enabled: true, Actor: s.actor}
+	v := httpapi.FederationView{Actor: s.actor}
 	for _, l := range []struct {
 		kind string
 		into *[]httpapi.FederationPeer
@@ -39,6 +40,7 @@ func (s *Service) Federation(ctx context.Context) (httpapi.FederationView, error
 			*l.into = append(*l.into, peer)
 		}
 	}
+	v.Enabled = len(v.Followers)+len(v.Following)+len(v.Witnesses)+len(v.Witnessing) > 0
 	return v, nil
 }
 
