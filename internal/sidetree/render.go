@@ -153,6 +153,10 @@ func renderDocument(did *DID, st *State) []byte {
 		b = append(b, `,"updateCommitment":`...)
 		b = jsontree.AppendQuoted(b, st.UpdateCommitment)
 	}
+	if origin := st.Origin(); origin != "" {
+		b = append(b, `,"anchorOrigin":`...)
+		b = jsontree.AppendQuoted(b, origin)
+	}
 	return append(b, "}}}"...)
 }
 
