@@ -78,6 +78,7 @@ func (c *Config) params() []param.Param {
 		param.String(&c.CASType, "cas-type", "where batch files live besides the database: local, or ipfs (also added to the node at --ipfs-url, and read from it when missing here)"),
 		param.Secret(&c.IPFSURL, "ipfs-url", "RPC API of the IPFS (Kubo) node for --cas-type ipfs, e.g. http://127.0.0.1:5001"),
 		param.Int(&c.CASCIDVersion, "cas-cid-version", "CID version of stored batch files: 0 (Qm…, ipfs add's default) or 1"),
+		param.String(&c.AllowedOrigins, "allowed-origins", "anchorOrigin values a create or recover may declare, comma-separated; * allows any; empty: only this domain (its external endpoint, actor IRI or did:web)").Env("ALLOWED_ORIGINS"),
 	}
 }
 
