@@ -51,6 +51,7 @@ type Executor interface {
 	LedgerExecutor
 	PendingExecutor
 	CASPinExecutor
+	AnchorLinkExecutor
 
 	// Now returns the database clock.
 	Now(ctx context.Context) (time.Time, error)
