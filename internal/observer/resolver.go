@@ -86,7 +86,7 @@ func (r *Resolver) StateVersion(ctx context.Context, suffix string) (*sidetree.S
 	for i, row := range rows {
 		ops[i] = sidetree.AnchoredOperation{
 			Sequence: uint64(row.AnchorSeq), Position: row.Index,
-			Type: sidetree.OperationType(row.Type), Suffix: row.Suffix, Request: row.Request,
+			Type: sidetree.OperationType(row.Type), Suffix: row.Suffix, Request: row.Request, Origin: row.Origin,
 		}
 	}
 	state := sidetree.Resolve(r.profile, suffix, ops)
