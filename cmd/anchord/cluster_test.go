@@ -395,9 +395,9 @@ func TestClusterGracefulStopGivesOperationsBack(t *testing.T) {
 }
 
 // TestClusterOnePendingOperationPerDID sends 50 different updates of one DID at once, half to
-// each of two instances: exactly one is accepted (the others get operation_pending, whichever
-// instance they reached), only that one is anchored, and once it is indexed the DID takes the
-// next update.
+// each of two instances: exactly one is accepted (the others get
+// queueing_multiple_operations_per_did_not_allowed, whichever instance they reached), only that
+// one is anchored, and once it is indexed the DID takes the next update.
 func TestClusterOnePendingOperationPerDID(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 2)
@@ -446,7 +446,7 @@ func TestClusterOnePendingOperationPerDID(t *testing.T) {
 			continue
 		}
 		require.Equal(t, http.StatusBadRequest, code, "update %d: %s", i, bodies[i])
-		require.Contains(t, bodies[i], "operation_pending")
+		require.Contains(t, bodies[i], "queueing_multiple_operations_per_did_not_allowed")
 	}
 	require.NotEqual(t, -1, winner, "one update is accepted")
 

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/anchord/anchord/internal/admin"
+	"github.com/anchord/anchord/internal/buildinfo"
 	"github.com/anchord/anchord/internal/config"
 	"github.com/anchord/anchord/internal/daemon"
 	"github.com/anchord/anchord/internal/devledger"
@@ -20,17 +21,19 @@ import (
 	"github.com/anchord/anchord/internal/param"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
+// version and revision may be stamped at build time (-ldflags "-X main.revision=…", as
+// scripts/build does); empty, they come from the go command's build record.
+var version, revision string
 
 const usage = `anchord — Sidetree batch writer and anchoring server
 
 Usage:
   anchord serve [parameters]    run the server (anchord serve --help lists every parameter)
+  anchord config [parameters]   print the configuration serve would run with (flags, ANCHORD_*, defaults)
   anchord loadgen [parameters]  load an anchord with generated operations (anchord loadgen --help)
   anchord admin dead-letters list|retry|drop   inspect and retry parked items of a running anchord
   anchord devledger [parameters]               a development Sawtooth REST API (a stand-in, not a ledger)
-  anchord version               print the version
+  anchord version               print the version and VCS revision (also: anchord --version)
 `
 
 func main() {
@@ -49,14 +52,24 @@ func runWithEnv(args []string, lookupEnv func(string) (string, bool), stdout, st
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], lookupEnv, stdout, stderr)
+	case "config":
+		cfg, err := config.Load(args[1:], lookupEnv, stdout)
+		if err != nil && !errors.Is(err, param.ErrHelp) {
+			fmt.Fprintf(stderr, "anchord config: %v\n", err)
+			return 2
+		}
+		if err == nil {
+			cfg.Write(stdout)
+		}
+		return 0
 	case "loadgen":
 		return loadgenCmd(args[1:], lookupEnv, stdout, stderr)
 	case "admin":
 		return admin.Run(args[1:], lookupEnv, stdout, stderr)
 	case "devledger":
 		return devledger.Command(args[1:], lookupEnv, stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, version)
+	case "version", "--version", "-version":
+		buildinfo.Read(version, revision).Write(stdout)
 		return 0
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
@@ -84,7 +97,7 @@ func serve(args []string, lookupEnv func(string) (string, bool), stdout, stderr 
 		<-ctx.Done()
 		stop()
 	}()
-	if err := daemon.Run(ctx, cfg, daemon.Options{Logger: logger, Version: version}); err != nil {
+	if err := daemon.Run(ctx, cfg, daemon.Options{Logger: logger, Build: buildinfo.Read(version, revision)}); err != nil {
 		logger.Error("anchord failed", "error", err)
 		return 1
 	}

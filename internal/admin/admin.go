@@ -4,9 +4,16 @@
 //	anchord admin dead-letters list  [--kind K] [--after ID] [--limit N]
 //	anchord admin dead-letters retry ID...
 //	anchord admin dead-letters drop  ID...
+//	anchord admin cas pin-missing
+//	anchord admin follow add|remove ACTOR-IRI
+//	anchord admin follow list [--json]
+//	anchord admin followers list [--json]
+//	anchord admin acceptlist add|remove --type follow|invite-witness ACTOR-IRI
+//	anchord admin acceptlist list [--type T] [--json]
 package admin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,7 +55,7 @@ func (o *options) commonParams() []param.Param {
 }
 
 func (o *options) params() []param.Param {
-	return append(o.commonParams(), param.String(&o.Kind, "kind", "list only this kind: operation, message or ledger_batch"),
+	return append(o.commonParams(), param.String(&o.Kind, "kind", "list only this kind: operation, message, ledger_batch or activity"),
 		param.Int64(&o.After, "after", "list dead letters with an id above this"),
 		param.Int(&o.Limit, "limit", "list at most this many"),
 		param.Bool(&o.JSON, "json", "print JSON instead of a table"),
@@ -60,13 +67,23 @@ const usage = `Usage:
   anchord admin dead-letters retry ID...
   anchord admin dead-letters drop  ID...
   anchord admin cas pin-missing
+  anchord admin follow add|remove ACTOR-IRI      follow another domain (returns once the Follow is queued)
+  anchord admin follow list [--json]             the domains we follow: pending, accepted or rejected
+  anchord admin followers list [--json]          the domains that follow us
+  anchord admin acceptlist add|remove --type follow|invite-witness ACTOR-IRI
+  anchord admin acceptlist list [--type T] [--json]
 Common parameters: --target URL (ANCHORD_TARGET), --admin-token TOKEN (ANCHORD_ADMIN_TOKEN).
 `
 
 // Run executes `anchord admin …` and returns the process exit code.
 func Run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
-	if len(args) >= 2 && args[0] == "cas" {
-		return runCAS(args[1], args[2:], lookupEnv, stdout, stderr)
+	if len(args) >= 2 {
+		switch args[0] {
+		case "cas":
+			return runCAS(args[1], args[2:], lookupEnv, stdout, stderr)
+		case "follow", "followers", "acceptlist":
+			return runFederation(args[0], args[1], args[2:], lookupEnv, stdout, stderr)
+		}
 	}
 	if len(args) < 2 || args[0] != "dead-letters" {
 		fmt.Fprint(stderr, usage)
@@ -116,9 +133,25 @@ type client struct {
 }
 
 func (c *client) do(ctx context.Context, method, path string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	return c.send(ctx, method, path, nil)
+}
+
+// send is do with a JSON body (none if in is nil).
+func (c *client) send(ctx context.Context, method, path string, in any) ([]byte, error) {
+	var rd io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return nil, err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)

@@ -26,8 +26,8 @@ var (
 	buildErr  error
 )
 
-// Binary builds cmd/anchord once per test process (with -race when the tests run with it) and
-// returns its path. The build directory is removed by the OS temp cleaner, not by the test,
+// Binary builds cmd/anchord once per test process (with -race when the tests run with it, and
+// with the revision in ANCHORD_REVISION stamped in, as scripts/test sets it) and returns its path. The build directory is removed by the OS temp cleaner, not by the test,
 // because several tests share it.
 func Binary(tb testing.TB) string {
 	tb.Helper()
@@ -41,6 +41,9 @@ func Binary(tb testing.TB) string {
 		args := []string{"build", "-o", buildPath}
 		if raceEnabled {
 			args = append(args, "-race")
+		}
+		if rev := os.Getenv("ANCHORD_REVISION"); rev != "" {
+			args = append(args, "-ldflags", "-X main.revision="+rev)
 		}
 		args = append(args, "github.com/anchord/anchord/cmd/anchord")
 		cmd := exec.Command("go", args...)

@@ -20,9 +20,11 @@ import (
 	"github.com/anchord/anchord/internal/batch"
 	"github.com/anchord/anchord/internal/cas"
 	"github.com/anchord/anchord/internal/expiry"
+	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/opqueue"
 	"github.com/anchord/anchord/internal/param"
+	"github.com/anchord/anchord/internal/peer"
 	"github.com/anchord/anchord/internal/pubsub"
 	"github.com/anchord/anchord/internal/pubsub/amqppubsub"
 	"github.com/anchord/anchord/internal/secret"
@@ -169,10 +171,51 @@ type Config struct {
 	// identifiers only: its external endpoint, actor IRI and did:web.
 	AllowedOrigins string
 
+	// Federation configures the domain's ActivityPub service.
+	Federation FederationConfig
+
 	// ShutdownTimeout bounds each stage of the ordered shutdown.
 	ShutdownTimeout time.Duration
 	// HealthTimeout bounds each dependency check of /healthcheck.
 	HealthTimeout time.Duration
+}
+
+// FederationConfig configures the domain's ActivityPub service (Orb's names and meanings).
+type FederationConfig struct {
+	// ExternalEndpoint is the domain's public base URL; the actor is
+	// <external-endpoint>/services/anchord. Empty means http://<host-url>.
+	ExternalEndpoint string
+	// PageSize is the size of the pages of the ActivityPub collections.
+	PageSize int
+	// MaxClockSkew bounds how far a signed request's Date may be from our clock.
+	MaxClockSkew time.Duration
+	// FollowAuthPolicy and InviteWitnessAuthPolicy decide whom we accept: accept-all or
+	// accept-list.
+	FollowAuthPolicy        string
+	InviteWitnessAuthPolicy string
+	// Sync* drive the activity-sync task.
+	SyncInterval            time.Duration
+	SyncAcceleratedInterval time.Duration
+	SyncMinActivityAge      time.Duration
+	SyncMaxActivities       int
+	// RequestTimeout bounds each request to another domain.
+	RequestTimeout time.Duration
+}
+
+// ExternalEndpointURL is --external-endpoint, or http://<host-url> when it is empty (a host-url
+// that listens on every interface is named 127.0.0.1, which only loopback peers can reach).
+func (c *Config) ExternalEndpointURL() string {
+	if c.Federation.ExternalEndpoint != "" {
+		return strings.TrimRight(c.Federation.ExternalEndpoint, "/")
+	}
+	host, port, err := net.SplitHostPort(c.HostURL)
+	if err != nil {
+		return "http://" + c.HostURL
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // HTTPConfig holds the HTTP server's limits.
@@ -181,12 +224,14 @@ type HTTPConfig struct {
 	WriteTimeout time.Duration
 	IdleTimeout  time.Duration
 	MaxBodyBytes int64
-	// MaxConnections caps the connections served at once (beyond: 503 too_many_connections).
+	// MaxConnections caps the connections served at once (beyond: 429 too_many_connections).
 	MaxConnections int
 	// RateLimit is requests per second per client IP (IPv6: per /64), 0 = off; RateBurst is
 	// how many at once (0 = one second's worth). Beyond: 429 rate_limited.
 	RateLimit float64
 	RateBurst int
+	// AccessLog logs one line per answered request.
+	AccessLog bool
 }
 
 // Default returns a Config with every parameter at its default.
@@ -251,6 +296,17 @@ func Default() Config {
 		LedgerStatusPollInterval:   submitter.PollIntervalDefault,
 		LedgerStatusPageSize:       submitter.PollPageSizeDefault,
 		LedgerUnknownGrace:         submitter.UnknownGraceDefault,
+		Federation: FederationConfig{
+			PageSize:                federation.PageSizeDefault,
+			MaxClockSkew:            federation.MaxClockSkewDefault,
+			FollowAuthPolicy:        federation.FollowAuthPolicyDefault,
+			InviteWitnessAuthPolicy: federation.InviteWitnessAuthPolicyDefault,
+			SyncInterval:            federation.SyncIntervalDefault,
+			SyncAcceleratedInterval: federation.SyncAcceleratedIntervalDefault,
+			SyncMinActivityAge:      federation.SyncMinActivityAgeDefault,
+			SyncMaxActivities:       federation.SyncMaxActivitiesDefault,
+			RequestTimeout:          peer.TimeoutDefault,
+		},
 	}
 }
 
@@ -419,6 +475,9 @@ func (c *Config) Validate() error {
 	default:
 		return &ParamError{Param: "roles", Value: c.Roles, Err: fmt.Errorf("must be all or submitter")}
 	}
+	if err := c.validateFederation(); err != nil {
+		return err
+	}
 	if c.OpQueueTaskExpiration <= c.OpQueueTaskMonitorInterval {
 		return &ParamError{Param: "op-queue-task-expiration", Value: c.OpQueueTaskExpiration.String(),
 			Err: fmt.Errorf("must exceed --op-queue-task-monitor-interval (%s), or live instances are taken over", c.OpQueueTaskMonitorInterval)}
@@ -468,6 +527,39 @@ func (c *Config) Validate() error {
 		{"shutdown-timeout", c.ShutdownTimeout},
 		{"health-timeout", c.HealthTimeout},
 	} {
+		if d.v <= 0 {
+			return &ParamError{Param: d.name, Value: d.v.String(), Err: fmt.Errorf("must be positive")}
+		}
+	}
+	return nil
+}
+
+func (c *Config) validateFederation() error {
+	f := c.Federation
+	if f.ExternalEndpoint != "" {
+		u, err := url.Parse(f.ExternalEndpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return &ParamError{Param: "external-endpoint", Value: f.ExternalEndpoint, Err: fmt.Errorf("must be an http(s) base URL without query, fragment or user")}
+		}
+	}
+	for _, p := range []struct{ name, v string }{{"follow-auth-policy", f.FollowAuthPolicy}, {"invite-witness-auth-policy", f.InviteWitnessAuthPolicy}} {
+		if p.v != federation.PolicyAcceptAll && p.v != federation.PolicyAcceptList {
+			return &ParamError{Param: p.name, Value: p.v, Err: fmt.Errorf("must be %s or %s", federation.PolicyAcceptAll, federation.PolicyAcceptList)}
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"activitypub-page-size", f.PageSize}, {"sync-max-activities", f.SyncMaxActivities}} {
+		if n.v < 1 {
+			return &ParamError{Param: n.name, Value: fmt.Sprint(n.v), Err: fmt.Errorf("must be at least 1")}
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"max-clock-skew", f.MaxClockSkew}, {"sync-interval", f.SyncInterval}, {"sync-accelerated-interval", f.SyncAcceleratedInterval},
+		{"sync-min-activity-age", f.SyncMinActivityAge}, {"peer-request-timeout", f.RequestTimeout}} {
 		if d.v <= 0 {
 			return &ParamError{Param: d.name, Value: d.v.String(), Err: fmt.Errorf("must be positive")}
 		}
@@ -543,6 +635,7 @@ var logGroups = []struct {
 	{"broker", []string{"mq-"}},
 	{"tasks", []string{"task-manager-", "data-expiry-"}},
 	{"anchoring", []string{"anchor-", "ledger-", "submitter-"}},
+	{"federation", []string{"external-endpoint", "activitypub-", "max-clock-skew", "follow-auth-", "invite-witness-", "sync-", "peer-"}},
 }
 
 // LogGroups renders the effective configuration, secrets redacted, as one attribute list per

@@ -18,6 +18,9 @@ const clusterObserverPoll = 5 * time.Second
 // are announced on the anchor topic, and the op-queue monitor (one instance at a time, under a
 // task permit) reposts the operations of instances presumed dead.
 func cluster(ctx context.Context, c *core) error {
+	if err := c.pinDIDMethod(ctx); err != nil {
+		return err
+	}
 	// Reservations live in the database, so one pending operation per DID holds across every
 	// instance; a parked operation frees its DID there.
 	pending := intake.NewSharedPending(c.st, 0, c.log("intake"))
@@ -54,6 +57,11 @@ func cluster(ctx context.Context, c *core) error {
 		return err
 	}
 
+	// The domain's ActivityPub service; the handlers of anchor activities are registered on it
+	// here, before the supervisor starts its inbox processor.
+	if _, err := c.federation(ctx); err != nil {
+		return err
+	}
 	// Consumers stop first; the heartbeat runs until the writer has flushed, then the instance
 	// hands back what it still holds and deletes its task entry.
 	c.sup.add(StageConsumers, "opqueue-consumer", broker.Consume)

@@ -38,14 +38,17 @@ type core struct {
 	limits  batchfile.Limits
 	cas     *cas.Store
 	tasks   *taskmgr.Manager
+	expiry  *expiry.Service
 	// retry holds the dead-letter retry paths that components register, by kind.
 	retry map[string]deadletter.KindRetryFunc
 
 	checks map[string]httpapi.CheckFunc
 	// routes are served on --host-url behind the API tokens; adminRoutes on --admin-addr
 	// behind the admin token.
-	routes      []func(mux *http.ServeMux)
-	adminRoutes []func(mux *http.ServeMux)
+	routes      []func(mux httpapi.Router)
+	adminRoutes []func(mux httpapi.Router)
+	// bodyLimits replace --http-max-body-bytes on the paths that take larger bodies.
+	bodyLimits map[string]int64
 	// apiLn and adminLn are bound before any shape is assembled (listen).
 	apiLn, adminLn net.Listener
 }
@@ -59,8 +62,9 @@ func newCore(cfg config.Config, st store.Store, logger *slog.Logger, reg *promet
 	c := &core{
 		cfg: cfg, st: st, logger: logger, reg: reg, sup: sup, instanceID: instanceID,
 		profile: cfg.SidetreeProfile(), limits: batchfile.DefaultLimits(),
-		checks: map[string]httpapi.CheckFunc{"database": st.Ping},
-		retry:  map[string]deadletter.KindRetryFunc{},
+		checks:     map[string]httpapi.CheckFunc{"database": st.Ping},
+		retry:      map[string]deadletter.KindRetryFunc{},
+		bodyLimits: map[string]int64{},
 	}
 	c.limits.CheckURIFunc = func(uri string) error { _, err := cas.ParseCID(uri); return err }
 	if err := c.buildCAS(); err != nil {
@@ -75,6 +79,7 @@ func newCore(cfg config.Config, st store.Store, logger *slog.Logger, reg *promet
 	if err != nil {
 		return nil, err
 	}
+	c.expiry = exp
 	if err := exp.Register(expiry.Disposable("anchored_ops", "expires_at")); err != nil {
 		return nil, err
 	}
@@ -151,7 +156,7 @@ func (c *core) serve() (*httpapi.Server, error) {
 	}
 	srv, err := httpapi.New(httpapi.Config{
 		Listener: c.apiLn, ReadTimeout: c.cfg.HTTP.ReadTimeout, WriteTimeout: c.cfg.HTTP.WriteTimeout,
-		IdleTimeout: c.cfg.HTTP.IdleTimeout, MaxBodyBytes: c.cfg.HTTP.MaxBodyBytes,
+		IdleTimeout: c.cfg.HTTP.IdleTimeout, MaxBodyBytes: c.cfg.HTTP.MaxBodyBytes, PathBodyLimits: c.bodyLimits, AccessLog: c.cfg.HTTP.AccessLog,
 		MaxConnections: c.cfg.HTTP.MaxConnections, RateLimit: c.cfg.HTTP.RateLimit, RateBurst: c.cfg.HTTP.RateBurst,
 		ShutdownTimeout: c.cfg.ShutdownTimeout, HealthTimeout: c.cfg.HealthTimeout,
 		Checks: c.checks, Gatherer: c.reg, Routes: mountAll(c.routes), Guard: auth.Wrap,
@@ -175,8 +180,8 @@ func (c *core) serve() (*httpapi.Server, error) {
 	return srv, nil
 }
 
-func mountAll(routes []func(mux *http.ServeMux)) func(mux *http.ServeMux) {
-	return func(mux *http.ServeMux) {
+func mountAll(routes []func(mux httpapi.Router)) func(mux httpapi.Router) {
+	return func(mux httpapi.Router) {
 		for _, r := range routes {
 			r(mux)
 		}

@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
-	"runtime/debug"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/anchord/anchord/internal/buildinfo"
 	"github.com/anchord/anchord/internal/config"
 	"github.com/anchord/anchord/internal/deadletter"
 	"github.com/anchord/anchord/internal/httpapi"
@@ -27,8 +26,9 @@ import (
 
 // Options are the inputs of Run that are not configuration.
 type Options struct {
-	Logger  *slog.Logger
-	Version string
+	Logger *slog.Logger
+	// Build says which anchord this is (GET /version, anchord_build_info); zero means unknown.
+	Build buildinfo.Info
 	// Ready, when set, is called once the HTTP server listens, with its address.
 	Ready func(addr string)
 }
@@ -37,10 +37,13 @@ type Options struct {
 // returns nil after a clean shutdown.
 func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	logger := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
-	logger.Info("starting anchord", "version", opts.Version)
+	if opts.Build == (buildinfo.Info{}) {
+		opts.Build = buildinfo.Read("", "")
+	}
+	logger.Info("starting anchord", "version", opts.Build.Version, "revision", opts.Build.Revision)
 	logConfig(logger, cfg)
 	reg := prometheus.NewRegistry()
-	if err := registerProcessMetrics(reg, opts.Version); err != nil {
+	if err := registerProcessMetrics(reg, opts.Build); err != nil {
 		return err
 	}
 	st, err := openStore(ctx, cfg, logger, reg)
@@ -50,7 +53,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	sup := &supervisor{logger: logger.With("component", "supervisor"), timeout: cfg.ShutdownTimeout}
 	// The database closes last, since every stage above writes to it.
 	sup.onStop(StageDatabase, "store", st.Close)
-	srv, err := assemble(ctx, cfg, st, logger, reg, sup)
+	srv, err := assemble(ctx, cfg, st, logger, reg, sup, opts.Build)
 	if err != nil {
 		sup.abort()
 		return err
@@ -70,7 +73,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 type shape func(ctx context.Context, c *core) error
 
 // assemble picks the deployment shape, builds it on the core and returns the HTTP server.
-func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Logger, reg *prometheus.Registry, sup *supervisor) (*httpapi.Server, error) {
+func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Logger, reg *prometheus.Registry, sup *supervisor, bi buildinfo.Info) (*httpapi.Server, error) {
 	// A fresh identity per process start for an instance among others: a restarted instance
 	// never inherits the task entry (and fence) of its previous life, and a submitter process
 	// never shares the API instance's identity in the task permits.
@@ -89,6 +92,7 @@ func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *sl
 	if err := c.listen(); err != nil {
 		return nil, err
 	}
+	c.routes = append(c.routes, httpapi.VersionRoutes(c.versionInfo(bi)), httpapi.OpenAPIRoutes())
 	if cfg.MQURL != "" {
 		ps, err := openBroker(ctx, cfg, st, logger, reg)
 		if err != nil {
@@ -152,19 +156,11 @@ func openBroker(ctx context.Context, cfg config.Config, st store.Store, logger *
 	return ps, nil
 }
 
-func registerProcessMetrics(reg prometheus.Registerer, version string) error {
-	revision := "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				revision = s.Value
-			}
-		}
-	}
+func registerProcessMetrics(reg prometheus.Registerer, build buildinfo.Info) error {
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "anchord_build_info",
 		Help:        "Build information; the value is always 1.",
-		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version()},
+		ConstLabels: prometheus.Labels{"version": build.Version, "revision": build.Revision, "goversion": build.GoVersion},
 	})
 	info.Set(1)
 	for _, c := range []prometheus.Collector{

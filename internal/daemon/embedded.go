@@ -24,6 +24,9 @@ const embeddedObserverPoll = time.Second
 // every anchor completed before a restart is observed, before intake opens: no DID with an
 // anchored but unindexed operation is validated against stale state.
 func embedded(ctx context.Context, c *core) error {
+	if err := c.pinDIDMethod(ctx); err != nil {
+		return err
+	}
 	pending := intake.NewPending(0)
 	queue, err := opqueue.New(c.queueConfig(pending.Release), c.st)
 	if err != nil {
@@ -43,6 +46,11 @@ func embedded(ctx context.Context, c *core) error {
 		known: known, observerPoll: embeddedObserverPoll,
 	})
 	if err != nil {
+		return err
+	}
+	// The domain's ActivityPub service; the handlers of anchor activities are registered on it
+	// here, before the supervisor starts its inbox processor.
+	if _, err := c.federation(ctx); err != nil {
 		return err
 	}
 	suffixes, err := queue.Load(ctx)

@@ -48,11 +48,11 @@ type DeadLetterPage struct {
 
 // AdminRoutes returns the route registration of the admin API. It is served on the admin
 // listener, behind AdminAuth.
-func AdminRoutes(c AdminConfig) func(mux *http.ServeMux) {
+func AdminRoutes(c AdminConfig) func(mux Router) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	return func(mux *http.ServeMux) {
+	return func(mux Router) {
 		mux.HandleFunc("GET /admin/v1/dead-letters", c.list)
 		mux.HandleFunc("POST /admin/v1/dead-letters/{id}/retry", c.retry)
 		mux.HandleFunc("DELETE /admin/v1/dead-letters/{id}", c.drop)
@@ -91,9 +91,9 @@ func (c AdminConfig) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p := store.DeadLetterListParams{Kind: q.Get("kind"), Limit: 100}
 	switch p.Kind {
-	case "", store.DeadLetterOperation, store.DeadLetterMessage, store.DeadLetterLedgerBatch:
+	case "", store.DeadLetterOperation, store.DeadLetterMessage, store.DeadLetterLedgerBatch, store.DeadLetterActivity:
 	default:
-		WriteError(w, http.StatusBadRequest, "invalid_parameter", "kind must be operation, message or ledger_batch")
+		WriteError(w, http.StatusBadRequest, "invalid_parameter", "kind must be operation, message, ledger_batch or activity")
 		return
 	}
 	if v := q.Get("after"); v != "" {
@@ -190,8 +190,8 @@ type CASAdminConfig struct {
 }
 
 // CASRoutes returns the admin routes of the content store (--cas-type ipfs).
-func CASRoutes(c CASAdminConfig) func(mux *http.ServeMux) {
-	return func(mux *http.ServeMux) {
+func CASRoutes(c CASAdminConfig) func(mux Router) {
+	return func(mux Router) {
 		mux.HandleFunc("POST /admin/v1/cas/pin-missing", func(w http.ResponseWriter, r *http.Request) {
 			c.Logger.InfoContext(r.Context(), "admin action", "action", "cas pin-missing",
 				"client", r.RemoteAddr, "token", cmp.Or(TokenName(r.Context()), "none"))

@@ -57,8 +57,8 @@ func adminServer(t *testing.T, token string) string {
 }
 
 // mountAdmin serves the admin routes and the profiler, as the admin listener does.
-func mountAdmin(admin func(*http.ServeMux)) func(*http.ServeMux) {
-	return func(mux *http.ServeMux) {
+func mountAdmin(admin func(Router)) func(Router) {
+	return func(mux Router) {
 		admin(mux)
 		DebugRoutes(mux)
 	}

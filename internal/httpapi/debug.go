@@ -7,7 +7,7 @@ import (
 
 // DebugRoutes registers Go's profiling endpoints (for the admin listener only). The command
 // line (/debug/pprof/cmdline) is not served: it shows every flag, secrets included.
-func DebugRoutes(mux *http.ServeMux) {
+func DebugRoutes(mux Router) {
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)

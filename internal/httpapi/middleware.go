@@ -31,8 +31,10 @@ type front struct {
 	m       *metrics
 	logger  *slog.Logger
 	maxBody int64
-	rate    *rateLimiter // nil: no rate limit
-	routes  routeLabels
+	// pathBody holds the body limits of paths that differ from maxBody.
+	pathBody map[string]int64
+	rate     *rateLimiter // nil: no rate limit
+	routes   routeLabels
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -87,7 +89,11 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, f.maxBody)
+	limit := f.maxBody
+	if n, ok := f.pathBody[r.URL.Path]; ok {
+		limit = n
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	f.next.ServeHTTP(sw, r)
 }
 

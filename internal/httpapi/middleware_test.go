@@ -81,7 +81,7 @@ var pathKinds = []func(r *rand.Rand) string{
 
 func TestRandomMethodsAndPathsAddNoSeries(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{Routes: func(mux *http.ServeMux) {
+	b := setup(t, Config{Routes: func(mux Router) {
 		mux.HandleFunc("GET /things/{id}", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
 		mux.HandleFunc("POST /things/{id}", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusAccepted) })
 	}})
@@ -115,7 +115,7 @@ func TestRandomMethodsAndPathsAddNoSeries(t *testing.T) {
 
 func TestRouterErrorsAreJSON(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{Routes: func(mux *http.ServeMux) {
+	b := setup(t, Config{Routes: func(mux Router) {
 		mux.HandleFunc("POST /things/{id}", func(w http.ResponseWriter, r *http.Request) {
 			WriteError(w, http.StatusNotFound, "no_such_thing", "no thing "+r.PathValue("id"))
 		})

@@ -13,6 +13,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,11 +37,14 @@ const (
 // Config configures the server.
 type Config struct {
 	// Addr is the listen address (host:port); port 0 picks a free port (see Server.Addr).
-	Addr            string
-	ReadTimeout     time.Duration
-	WriteTimeout    time.Duration
-	IdleTimeout     time.Duration
-	MaxBodyBytes    int64
+	Addr         string
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	IdleTimeout  time.Duration
+	MaxBodyBytes int64
+	// PathBodyLimits replaces MaxBodyBytes for requests to exact paths: the federation inbox
+	// takes activities that carry an anchor's linkset.
+	PathBodyLimits  map[string]int64
 	ShutdownTimeout time.Duration
 	HealthTimeout   time.Duration
 
@@ -56,6 +60,8 @@ type Config struct {
 	RateLimit   float64
 	RateBurst   int
 	RateClients int
+	// AccessLog logs one line per answered request.
+	AccessLog bool
 
 	// Checks are the dependencies /healthcheck reports, by name ("database", "broker").
 	Checks map[string]CheckFunc
@@ -63,7 +69,7 @@ type Config struct {
 	Gatherer prometheus.Gatherer
 	// Routes registers further routes (the Sidetree API) on the mux; patterns use Go 1.22
 	// ServeMux syntax and are used as the route label of the request metrics.
-	Routes func(mux *http.ServeMux)
+	Routes func(mux Router)
 	// Guard, if set, wraps every route: an authorization check (TokenAuth.Wrap, AdminAuth). It
 	// runs after the limits and inside the request metrics.
 	Guard func(http.Handler) http.Handler
@@ -82,6 +88,7 @@ type Server struct {
 	listener *connLimiter
 	front    *front
 	srv      *http.Server
+	patterns []string
 }
 
 // New listens on cfg.Addr at once, so that an address in use is reported at start with the
@@ -113,15 +120,16 @@ func New(cfg Config) (*Server, error) {
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("GET /healthcheck", &healthHandler{checks: cfg.Checks, timeout: cfg.HealthTimeout, logger: logger})
+	routes := &patternRecorder{mux: mux}
+	routes.Handle("GET /healthcheck", &healthHandler{checks: cfg.Checks, timeout: cfg.HealthTimeout, logger: logger})
 	if cfg.Gatherer != nil {
-		mux.Handle("GET /metrics", metricsHandler(cfg.Gatherer))
+		routes.Handle("GET /metrics", metricsHandler(cfg.Gatherer))
 	}
 	if cfg.Routes != nil {
-		cfg.Routes(mux)
+		cfg.Routes(routes)
 	}
 
-	h := &front{mux: mux, next: mux, m: m, logger: logger, maxBody: cfg.MaxBodyBytes}
+	h := &front{mux: mux, next: mux, m: m, logger: logger, maxBody: cfg.MaxBodyBytes, pathBody: cfg.PathBodyLimits}
 	if cfg.Guard != nil {
 		h.next = cfg.Guard(mux)
 	}
@@ -134,9 +142,13 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 		}
 	}
-	s := &Server{cfg: cfg, logger: logger, listener: newConnLimiter(ln, cfg.MaxConnections, m), front: h}
+	var handler http.Handler = h
+	if cfg.AccessLog {
+		handler = accessLog(handler, logger)
+	}
+	s := &Server{cfg: cfg, logger: logger, listener: newConnLimiter(ln, cfg.MaxConnections, m), front: h, patterns: routes.patterns}
 	s.srv = &http.Server{
-		Handler:           h,
+		Handler:           handler,
 		ConnContext:       connContext,
 		ReadTimeout:       cfg.ReadTimeout,
 		ReadHeaderTimeout: min(cfg.ReadTimeout, 5*time.Second),
@@ -147,6 +159,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	return s, nil
 }
+
+// Patterns returns the route patterns the server serves, in registration order.
+func (s *Server) Patterns() []string { return slices.Clone(s.patterns) }
 
 // Addr returns the address the server listens on.
 func (s *Server) Addr() string { return s.listener.Addr().String() }

@@ -105,7 +105,7 @@ func TestHealthcheckTimesOutAHangingDependency(t *testing.T) {
 
 func TestMetricsRouteAndRequestMetrics(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{Routes: func(mux *http.ServeMux) {
+	b := setup(t, Config{Routes: func(mux Router) {
 		mux.HandleFunc("GET /things/{id}", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
 	}})
 	for _, id := range []string{"a", "b", "c"} {
@@ -124,7 +124,7 @@ func TestMetricsRouteAndRequestMetrics(t *testing.T) {
 
 func TestBodyLimitAnswers413(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{MaxBodyBytes: 1024, Routes: func(mux *http.ServeMux) {
+	b := setup(t, Config{MaxBodyBytes: 1024, Routes: func(mux Router) {
 		mux.HandleFunc("POST /echo", func(w http.ResponseWriter, r *http.Request) {
 			if _, err := io.ReadAll(r.Body); err != nil {
 				var mbe *http.MaxBytesError
@@ -149,9 +149,34 @@ func TestBodyLimitAnswers413(t *testing.T) {
 	require.Equal(t, "body_too_large", eb.Code)
 }
 
+func TestPathBodyLimitReplacesTheDefault(t *testing.T) {
+	t.Parallel()
+	echo := func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			WriteError(w, http.StatusRequestEntityTooLarge, "body_too_large", err.Error())
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+	b := setup(t, Config{MaxBodyBytes: 1024, PathBodyLimits: map[string]int64{"/big": 4096}, Routes: func(mux Router) {
+		mux.HandleFunc("POST /big", echo)
+		mux.HandleFunc("POST /small", echo)
+	}})
+	for _, c := range []struct {
+		path string
+		size int
+		want int
+	}{{"/big", 4096, http.StatusNoContent}, {"/big", 4097, http.StatusRequestEntityTooLarge}, {"/small", 1025, http.StatusRequestEntityTooLarge}} {
+		resp, err := http.Post(b.base+c.path, "application/json", strings.NewReader(strings.Repeat("x", c.size)))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, c.want, resp.StatusCode, "%s with %d bytes", c.path, c.size)
+	}
+}
+
 func TestPanicBecomes500(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{Routes: func(mux *http.ServeMux) {
+	b := setup(t, Config{Routes: func(mux Router) {
 		mux.HandleFunc("GET /boom", func(http.ResponseWriter, *http.Request) { panic("boom") })
 	}})
 	code, body := get(t, b.base+"/boom")
@@ -165,7 +190,7 @@ func TestRunDrainsInFlightRequests(t *testing.T) {
 	t.Parallel()
 	entered := make(chan struct{})
 	release := make(chan struct{})
-	b := setup(t, Config{Routes: func(mux *http.ServeMux) {
+	b := setup(t, Config{Routes: func(mux Router) {
 		mux.HandleFunc("GET /slow", func(w http.ResponseWriter, r *http.Request) {
 			close(entered)
 			<-release

@@ -19,9 +19,12 @@ type Operations interface {
 	Submit(ctx context.Context, body []byte) ([]byte, error)
 }
 
-// Resolver resolves DIDs (observer.Resolver).
+// Resolver resolves DIDs (observer.Resolver). Resolve renders the reference implementation's
+// result; ResolveVersion adds DID Resolution's document metadata and selects a version (a zero
+// versionID and versionTime select the latest).
 type Resolver interface {
 	Resolve(ctx context.Context, did string) ([]byte, sidetree.ResolutionStatus, error)
+	ResolveVersion(ctx context.Context, did, versionID string, versionTime time.Time) ([]byte, sidetree.ResolutionStatus, error)
 }
 
 // CASReader serves CAS content (cas.Store).
@@ -38,7 +41,13 @@ type AnchorLister interface {
 type SidetreeConfig struct {
 	Operations Operations
 	Resolver   Resolver
-	CAS        CASReader
+	// DIDMethod is the node's method ("ion", "ion:test"); the Universal Resolver path answers
+	// methodNotSupported for DIDs of other methods.
+	DIDMethod string
+	// VersionNotFound classifies the Resolver's error for a version that does not exist
+	// (observer.ErrNoSuchVersion).
+	VersionNotFound error
+	CAS             CASReader
 	// CASNotFound and CASTooLarge classify CAS errors (cas.ErrNotFound, cas.ErrTooLarge).
 	CASNotFound error
 	CASInvalid  error
@@ -56,18 +65,19 @@ const (
 	anchorsLimitMax     = 1000
 )
 
-// SidetreeRoutes returns the route registration of the Sidetree REST API and CAS for
-// Config.Routes.
-func SidetreeRoutes(c SidetreeConfig) func(mux *http.ServeMux) {
+// SidetreeRoutes returns the route registration of the Sidetree REST API, the Universal
+// Resolver driver path and CAS for Config.Routes.
+func SidetreeRoutes(c SidetreeConfig) func(mux Router) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.RetryAfter <= 0 {
 		c.RetryAfter = time.Second
 	}
-	return func(mux *http.ServeMux) {
+	return func(mux Router) {
 		mux.HandleFunc("POST /sidetree/v1/operations", c.postOperation)
 		mux.HandleFunc("GET /sidetree/v1/identifiers/{did}", c.getIdentifier)
+		mux.HandleFunc("GET /1.0/identifiers/{did}", c.getDriverIdentifier)
 		mux.HandleFunc("GET /sidetree/v1/anchors", c.getAnchors)
 		mux.HandleFunc("GET /cas/{cid}", c.getCAS)
 	}
@@ -117,33 +127,6 @@ func (c SidetreeConfig) writeOperationError(w http.ResponseWriter, r *http.Reque
 	default:
 		c.Logger.ErrorContext(r.Context(), "submit operation", "error", err)
 		WriteError(w, http.StatusInternalServerError, "internal_error", "internal error")
-	}
-}
-
-func (c SidetreeConfig) getIdentifier(w http.ResponseWriter, r *http.Request) {
-	body, status, err := c.Resolver.Resolve(r.Context(), r.PathValue("did"))
-	var se *sidetree.Error
-	switch {
-	case errors.As(err, &se):
-		WriteError(w, http.StatusBadRequest, string(se.Code), se.Message)
-		return
-	case err != nil:
-		c.Logger.ErrorContext(r.Context(), "resolve", "error", err)
-		w.Header().Set("Retry-After", "1")
-		WriteError(w, http.StatusServiceUnavailable, "unavailable", "resolution unavailable")
-		return
-	}
-	switch status {
-	case sidetree.ResolutionNotFound:
-		WriteError(w, http.StatusNotFound, "not_found", "DID not found")
-	case sidetree.ResolutionDeactivated:
-		w.Header().Set("Content-Type", "application/did+ld+json")
-		w.WriteHeader(http.StatusGone)
-		_, _ = w.Write(body)
-	default:
-		w.Header().Set("Content-Type", "application/did+ld+json")
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(body)
 	}
 }
 

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,6 +34,20 @@ func (f resolverFunc) Resolve(ctx context.Context, did string) ([]byte, sidetree
 	return f(ctx, did)
 }
 
+// ResolveVersion stands in for the versioned resolution: it marks the result with the version
+// asked for, or fails with errVersionNotFound for version "missing".
+func (f resolverFunc) ResolveVersion(ctx context.Context, did, versionID string, versionTime time.Time) ([]byte, sidetree.ResolutionStatus, error) {
+	if versionID == "missing" {
+		return nil, 0, fmt.Errorf("resolve: %w", errVersionNotFound)
+	}
+	body, status, err := f(ctx, did)
+	version := versionID
+	if !versionTime.IsZero() {
+		version = versionTime.UTC().Format(time.RFC3339)
+	}
+	return bytes.Replace(body, []byte(`"didDocumentMetadata":{`), []byte(`"didDocumentMetadata":{"versionId":"`+version+`",`), 1), status, err
+}
+
 type casFunc func(ctx context.Context, cid string, max int) ([]byte, error)
 
 func (f casFunc) Get(ctx context.Context, cid string, max int) ([]byte, error) {
@@ -48,6 +63,8 @@ func (f anchorsFunc) AnchorList(ctx context.Context, p store.AnchorListParams) (
 var (
 	errCASNotFound = errors.New("cas: not found")
 	errCASInvalid  = errors.New("cas: invalid cid")
+
+	errVersionNotFound = errors.New("no such version")
 )
 
 func sidetreeServer(t *testing.T, maxBody int64) string {
@@ -73,9 +90,9 @@ func sidetreeServer(t *testing.T, maxBody int64) string {
 		Resolver: resolverFunc(func(_ context.Context, did string) ([]byte, sidetree.ResolutionStatus, error) {
 			switch did {
 			case "did:sidetree:found":
-				return []byte(`{"found":true}`), sidetree.ResolutionFound, nil
+				return []byte(`{"@context":"https://w3id.org/did-resolution/v1","didDocument":{"id":"did:sidetree:found"},"didDocumentMetadata":{"method":{"published":true}}}`), sidetree.ResolutionFound, nil
 			case "did:sidetree:gone":
-				return []byte(`{"deactivated":true}`), sidetree.ResolutionDeactivated, nil
+				return []byte(`{"@context":"https://w3id.org/did-resolution/v1","didDocument":{"id":"did:sidetree:gone"},"didDocumentMetadata":{"deactivated":true}}`), sidetree.ResolutionDeactivated, nil
 			case "did:sidetree:missing":
 				return nil, sidetree.ResolutionNotFound, nil
 			case "did:sidetree:dberror":
@@ -92,6 +109,7 @@ func sidetreeServer(t *testing.T, maxBody int64) string {
 			}
 			return nil, fmt.Errorf("parse: %w", errCASInvalid)
 		}),
+		DIDMethod: "sidetree", VersionNotFound: errVersionNotFound,
 		CASNotFound: errCASNotFound, CASInvalid: errCASInvalid,
 		Anchors: anchorsFunc(func(_ context.Context, p store.AnchorListParams) ([]store.Anchor, error) {
 			var out []store.Anchor
@@ -141,7 +159,7 @@ func TestPostOperationStatusMapping(t *testing.T) {
 
 	resp, body = do(t, http.MethodPost, url, "bad")
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
-	require.Equal(t, "invalid_signature", errorCode(t, body))
+	require.Equal(t, "jws_failed_signature_validation", errorCode(t, body))
 
 	resp, body = do(t, http.MethodPost, url, "full")
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)

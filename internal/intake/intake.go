@@ -19,8 +19,9 @@ var ErrRetryLater = errors.New("operation not accepted; retry later")
 
 // Intake's own 400 codes, alongside the sidetree codes.
 const (
-	// CodeOperationPending: the DID already has an operation pending.
-	CodeOperationPending sidetree.Code = "operation_pending"
+	// CodeOperationPending refuses a second operation for a DID that has one pending; it is the
+	// reference implementation's code for the same refusal.
+	CodeOperationPending sidetree.Code = "queueing_multiple_operations_per_did_not_allowed"
 	// CodeOriginNotAllowed: a create or recover declares an anchorOrigin outside
 	// Config.AllowedOrigins.
 	CodeOriginNotAllowed sidetree.Code = "anchor_origin_not_allowed"

@@ -13,7 +13,7 @@ import (
 
 // SharedPending keeps the reservations of a cluster in the database, so that one pending
 // operation per DID holds whichever instance takes each request: the second instance answers
-// operation_pending, and nothing surplus is anchored.
+// queueing_multiple_operations_per_did_not_allowed, and nothing surplus is anchored.
 //
 // A reservation is taken before the operation is published and ends in the transaction that
 // indexes the operation (ReleaseTx, the observer's), so no operation for the DID is validated

@@ -45,6 +45,8 @@ type Config struct {
 	Method     string
 	// AcceptedOut, when set, receives one line per accepted operation: "<type> <suffix> <reveal value>" ("-" for a create).
 	AcceptedOut string
+	// Report, when set, is an HTML file the run's plots are written to.
+	Report string
 }
 
 // Default returns the defaults.
@@ -70,6 +72,7 @@ func (c *Config) params() []param.Param {
 		param.Int(&c.KeyPool, "key-pool", "keys shared by creates (keeps key generation out of the measurement)"),
 		param.String(&c.Method, "did-method", "DID method of the target"),
 		param.String(&c.AcceptedOut, "accepted-out", "file to list every accepted operation in, warm-up included (type, suffix, reveal value or - for a create)"),
+		param.String(&c.Report, "report", "write an HTML report (accepted/s, POST latency percentiles and accept→resolvable latency over time) to this file"),
 	}
 }
 

@@ -65,6 +65,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		},
 	}
 	defer r.client.CloseIdleConnections()
+	if err := r.preflight(ctx, out); err != nil {
+		return Summary{}, err
+	}
 	for range cfg.KeyPool {
 		k, err := r.wallet.NewKey()
 		if err != nil {
@@ -130,7 +133,13 @@ loop:
 	s := r.stats.summary(elapsed)
 	s.WarmupAccepted = warmupAccepted
 	s.Write(out)
-	return s, nil
+	if cfg.Report != "" {
+		if err := writeReportFile(cfg.Report, cfg, s); err != nil {
+			return s, err
+		}
+		fmt.Fprintf(out, "report: %s\n", cfg.Report)
+	}
+	return s, s.verdict(cfg)
 }
 
 func rateString(r float64) string {
@@ -182,6 +191,7 @@ func (r *runner) one(ctx context.Context) {
 	var id *wallet.Identity
 	if kind != "create" {
 		if id = r.take(); id == nil {
+			r.stats.fallBack(kind)
 			kind = "create" // no published DID is free yet
 		}
 	}
@@ -341,7 +351,7 @@ func (r *runner) follow(ctx context.Context, suffix string, done func(int, metad
 		for time.Now().Before(deadline) && ctx.Err() == nil {
 			code, md := r.resolve(ctx, did)
 			if done(code, md) {
-				r.stats.followDone(time.Since(start), measure, true)
+				r.stats.followDone(start, time.Since(start), measure, true)
 				if id != nil {
 					r.give(id)
 				}
@@ -349,7 +359,7 @@ func (r *runner) follow(ctx context.Context, suffix string, done func(int, metad
 			}
 			time.Sleep(poll)
 		}
-		r.stats.followDone(0, measure, false)
+		r.stats.followDone(start, 0, measure, false)
 	})
 }
 

@@ -16,13 +16,18 @@ import (
 	"github.com/anchord/anchord/internal/daemon"
 )
 
-// startAnchord runs an embedded anchord in this process until the test ends.
-func startAnchord(t *testing.T) string {
+// startAnchord runs an embedded anchord in this process until the test ends; opts change its
+// configuration.
+func startAnchord(t *testing.T, opts ...func(*config.Config)) string {
 	t.Helper()
 	cfg := config.Default()
 	cfg.HostURL = "127.0.0.1:0"
+	cfg.AdminAddr = "127.0.0.1:0"
 	cfg.DataDir = t.TempDir()
 	cfg.BatchWriterTimeout = 100 * time.Millisecond
+	for _, o := range opts {
+		o(&cfg)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
@@ -40,10 +45,11 @@ func TestMixedRunAgainstAnEmbeddedServer(t *testing.T) {
 	t.Parallel()
 	target := startAnchord(t)
 	accepted := filepath.Join(t.TempDir(), "accepted.txt")
+	report := filepath.Join(t.TempDir(), "report.html")
 	var out bytes.Buffer
 	cfg, err := Load([]string{
 		"--target", target, "--concurrency", "4", "--duration", "2s", "--mix", "create=40,update=40,recover=10,deactivate=10",
-		"--warmup-dids", "20", "--sample-every", "5", "--accepted-out", accepted,
+		"--warmup-dids", "20", "--sample-every", "5", "--accepted-out", accepted, "--report", report,
 	}, func(string) (string, bool) { return "", false }, &out)
 	require.NoError(t, err)
 	sum, err := Run(context.Background(), cfg, &out)
@@ -64,6 +70,17 @@ func TestMixedRunAgainstAnEmbeddedServer(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, sum.WarmupAccepted)
 	require.Len(t, strings.Split(strings.TrimSpace(string(lines)), "\n"), sum.WarmupAccepted+sum.Accepted, "one line per accepted operation, warm-up included")
+
+	require.Contains(t, out.String(), "pre-flight: "+target+" is anchord")
+	require.NotEmpty(t, sum.Series)
+	require.NotEmpty(t, sum.Samples)
+	page, err := os.ReadFile(report)
+	require.NoError(t, err)
+	require.Equal(t, 3, strings.Count(string(page), "<svg "), "three plots")
+	for _, s := range []string{"Accepted operations per second", "POST latency percentiles", "Accept → resolvable", "<polyline", "<circle"} {
+		require.Contains(t, string(page), s)
+	}
+	require.NotContains(t, string(page), "<script", "self-contained, no script")
 }
 
 func TestConfigErrorsNameTheParameter(t *testing.T) {

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,10 +22,37 @@ type stats struct {
 	resolve   []time.Duration // accept → resolvable, followed operations
 	timeouts  int
 	following int
+	fellBack  map[string]int // picks of a kind sent as creates: no published DID was free
+
+	start    time.Time // of the timed phase: the origin of series and samples
+	series   []Point   // one per progress line
+	samples  []ResolveSample
+	errsSeen int // errors counted into series so far
+}
+
+// Point is one second of a run, as the progress line shows it.
+type Point struct {
+	At       time.Duration // since the start of the timed phase
+	Accepted int           // in this interval
+	Errors   int
+	POST     map[int]time.Duration // percentiles of this interval's POSTs (50, 95, 99, 100)
+}
+
+// ResolveSample is one measured operation: when it was accepted, and how long until it resolved.
+type ResolveSample struct {
+	At      time.Duration
+	Latency time.Duration
 }
 
 func newStats() *stats {
-	return &stats{byType: map[string]int{}, errors: map[string]int{}}
+	return &stats{byType: map[string]int{}, errors: map[string]int{}, fellBack: map[string]int{}, start: time.Now()}
+}
+
+// fallBack counts a pick of kind that was sent as a create.
+func (s *stats) fallBack(kind string) {
+	s.mu.Lock()
+	s.fellBack[kind]++
+	s.mu.Unlock()
 }
 
 func (s *stats) posted(kind string, lat time.Duration, errCode string) {
@@ -47,7 +75,8 @@ func (s *stats) followStart() {
 	s.mu.Unlock()
 }
 
-func (s *stats) followDone(lat time.Duration, measured, ok bool) {
+// followDone records the end of a follow that began at start.
+func (s *stats) followDone(start time.Time, lat time.Duration, measured, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.following--
@@ -56,6 +85,7 @@ func (s *stats) followDone(lat time.Duration, measured, ok bool) {
 		s.timeouts++
 	case measured:
 		s.resolve = append(s.resolve, lat)
+		s.samples = append(s.samples, ResolveSample{At: start.Sub(s.start), Latency: lat})
 	}
 }
 
@@ -68,8 +98,10 @@ func (s *stats) progress(w io.Writer, elapsed time.Duration, lastAccepted *int) 
 	for _, n := range s.errors {
 		errs += n
 	}
-	s.mu.Unlock()
 	p := percentiles(win)
+	s.series = append(s.series, Point{At: elapsed, Accepted: accepted - *lastAccepted, Errors: errs - s.errsSeen, POST: p})
+	s.errsSeen = errs
+	s.mu.Unlock()
 	fmt.Fprintf(w, "%6.1fs  sent %7d  accepted %7d (%6d/s)  errors %5d  POST p50 %7s p99 %7s  following %d\n",
 		elapsed.Seconds(), sent, accepted, accepted-*lastAccepted, errs, fmtDur(p[50]), fmtDur(p[99]), following)
 	*lastAccepted = accepted
@@ -90,6 +122,12 @@ type Summary struct {
 	// WarmupAccepted counts the creates of a mixed run's warm-up; they are listed in
 	// --accepted-out (they are accepted operations) but not in the figures above.
 	WarmupAccepted int
+	// FellBack counts, per kind, the picks of the mix sent as creates because no published DID
+	// was free: a mix that asks for more changes than DIDs become published falls back.
+	FellBack map[string]int
+	// Series has one point per second of the timed phase; Samples the measured operations.
+	Series  []Point
+	Samples []ResolveSample
 }
 
 func (s *stats) summary(elapsed time.Duration) Summary {
@@ -98,6 +136,10 @@ func (s *stats) summary(elapsed time.Duration) Summary {
 	out := Summary{
 		Elapsed: elapsed, Sent: s.sent, Accepted: s.accepted, AcceptedByType: map[string]int{}, Errors: map[string]int{},
 		POST: percentiles(s.post), Resolve: percentiles(s.resolve), Followed: len(s.resolve), FollowTimeouts: s.timeouts,
+		FellBack: map[string]int{}, Series: slices.Clone(s.series), Samples: slices.Clone(s.samples),
+	}
+	for k, v := range s.fellBack {
+		out.FellBack[k] = v
 	}
 	for k, v := range s.byType {
 		out.AcceptedByType[k] = v
@@ -119,6 +161,13 @@ func (s Summary) Write(w io.Writer) {
 	fmt.Fprintf(w, "  accept→resolvable: p50 %s  p95 %s  max %s  (%d followed, %d timed out)\n",
 		fmtDur(s.Resolve[50]), fmtDur(s.Resolve[95]), fmtDur(s.Resolve[100]), s.Followed, s.FollowTimeouts)
 	fmt.Fprintf(w, "  errors by code:   %s\n", formatCounts(s.Errors))
+	if len(s.FellBack) > 0 {
+		n := 0
+		for _, v := range s.FellBack {
+			n += v
+		}
+		fmt.Fprintf(w, "  mix fell back:    %d picks sent as creates, no published DID was free (%s); more --warmup-dids or a longer run helps\n", n, formatCounts(s.FellBack))
+	}
 }
 
 func formatCounts(m map[string]int) string {

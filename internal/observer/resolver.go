@@ -82,14 +82,7 @@ func (r *Resolver) StateVersion(ctx context.Context, suffix string) (*sidetree.S
 	if ok && c.fingerprint == fp {
 		return c.state, fp, nil
 	}
-	ops := make([]sidetree.AnchoredOperation, len(rows))
-	for i, row := range rows {
-		ops[i] = sidetree.AnchoredOperation{
-			Sequence: uint64(row.AnchorSeq), Position: row.Index,
-			Type: sidetree.OperationType(row.Type), Suffix: row.Suffix, Request: row.Request, Origin: row.Origin,
-		}
-	}
-	state := sidetree.Resolve(r.profile, suffix, ops)
+	state := sidetree.Resolve(r.profile, suffix, anchoredOps(rows))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.exclusive && r.epoch != epoch {

@@ -48,6 +48,11 @@ func ParseDID(p Profile, did string) (*DID, error) {
 	prefix := "did:" + method + ":"
 	rest, ok := strings.CutPrefix(did, prefix)
 	if !ok {
+		if strings.HasPrefix(did, "did:") {
+			// The commonest cause is a client of another method (ion-sdk makes did:ion:…) talking
+			// to a node configured for this one: say which method the node serves.
+			return nil, Errorf(CodeInvalidDID, "not a DID of the configured method %q: it must start with %q", method, prefix)
+		}
 		return nil, Errorf(CodeInvalidDID, "DID must start with %q", prefix)
 	}
 	d := &DID{Method: method}

@@ -7,35 +7,41 @@ import (
 
 // Code is the stable, machine-readable reason of a rejection. The HTTP layer renders it as the
 // "code" member of a 400 body; clients and tests match on it, so a code is never renamed.
+//
+// Where the Sidetree reference implementation rejects the same thing with a code of its own,
+// the code is that one, so that a client written against the reference implementation (ION's
+// tooling) recognises it. Where the reference implementation is finer-grained (a code per
+// property) or has no equivalent, the code is ours; the table in the OpenAPI document lists
+// every code with the reference implementation's codes it stands for.
 type Code string
 
 // Codes of stateless validation (ParseOperation, ParseDID, batch files).
 const (
-	CodeInvalidJSON          Code = "invalid_json"           // not JSON, not UTF-8, duplicate member name, nested too deep
-	CodeInvalidRequest       Code = "invalid_request"        // the request is not a JSON object
-	CodeUnknownOperationType Code = "unknown_operation_type" // "type" missing or not one of the four
-	CodeMissingProperty      Code = "missing_property"       // a required member is absent
-	CodeUnknownProperty      Code = "unknown_property"       // a member outside the whitelist
-	CodeInvalidProperty      Code = "invalid_property"       // wrong JSON type or malformed value
-	CodeInvalidMultihash     Code = "invalid_multihash"      // not base64url, not sha2-256 multihash
-	CodeDeltaTooLarge        Code = "delta_too_large"        // canonical delta above MaxDeltaSize
-	CodeInvalidPatch         Code = "invalid_patch"          // malformed patch object
-	CodeUnknownPatchAction   Code = "unknown_patch_action"   // action not supported by the profile
-	CodeInvalidPublicKey     Code = "invalid_public_key"     // a DID document public key entry
-	CodeInvalidService       Code = "invalid_service"        // a DID document service entry
-	CodeInvalidJWS           Code = "invalid_jws"            // compact JWS structure or encoding
-	CodeInvalidJWSHeader     Code = "invalid_jws_header"     // header is not exactly {"alg":...}
-	CodeUnsupportedAlgorithm Code = "unsupported_algorithm"  // alg not enabled in the profile
-	CodeInvalidSignedData    Code = "invalid_signed_data"    // JWS payload members
-	CodeInvalidKey           Code = "invalid_key"            // update/recovery key JWK
-	CodeKeyAlgorithmMismatch Code = "key_algorithm_mismatch" // header alg does not fit the key type
-	CodeInvalidSignature     Code = "invalid_signature"      // signature does not verify
-	CodeRevealValueMismatch  Code = "reveal_value_mismatch"  // revealValue != hash of the revealed key
-	CodeDeltaHashMismatch    Code = "delta_hash_mismatch"    // deltaHash != hash of the delta
-	CodeDIDSuffixMismatch    Code = "did_suffix_mismatch"    // deactivate payload names another DID
-	CodeCommitmentReuse      Code = "commitment_reuse"       // a key commits to itself or to a used value
-	CodeInvalidDID           Code = "invalid_did"            // not a DID of the configured method
-	CodeInvalidLongFormDID   Code = "invalid_long_form_did"  // long-form initial state rejected
+	CodeInvalidJSON          Code = "invalid_json"                                           // not JSON, not UTF-8, duplicate member name, nested too deep
+	CodeInvalidRequest       Code = "invalid_request"                                        // the request is not a JSON object
+	CodeUnknownOperationType Code = "operation_type_unknown_or_missing"                      // "type" missing or not one of the four
+	CodeMissingProperty      Code = "missing_property"                                       // a required member is absent
+	CodeUnknownProperty      Code = "unknown_property"                                       // a member outside the whitelist
+	CodeInvalidProperty      Code = "invalid_property"                                       // wrong JSON type or malformed value
+	CodeInvalidMultihash     Code = "invalid_multihash"                                      // not base64url, not sha2-256 multihash
+	CodeDeltaTooLarge        Code = "delta_exceeds_maximum_size"                             // canonical delta above MaxDeltaSize
+	CodeInvalidPatch         Code = "invalid_patch"                                          // malformed patch object
+	CodeUnknownPatchAction   Code = "document_composer_patch_missing_or_unknown_action"      // action not supported by the profile
+	CodeInvalidPublicKey     Code = "invalid_public_key"                                     // a DID document public key entry
+	CodeInvalidService       Code = "invalid_service"                                        // a DID document service entry
+	CodeInvalidJWS           Code = "jws_compact_jws_invalid"                                // compact JWS structure or encoding
+	CodeInvalidJWSHeader     Code = "jws_protected_header_missing_or_unknown_property"       // header is not exactly {"alg":...}
+	CodeUnsupportedAlgorithm Code = "jws_protected_header_missing_or_incorrect_alg"          // alg not enabled in the profile
+	CodeInvalidSignedData    Code = "invalid_signed_data"                                    // JWS payload members
+	CodeInvalidKey           Code = "invalid_key"                                            // update/recovery key JWK
+	CodeKeyAlgorithmMismatch Code = "key_algorithm_mismatch"                                 // header alg does not fit the key type
+	CodeInvalidSignature     Code = "jws_failed_signature_validation"                        // signature does not verify
+	CodeRevealValueMismatch  Code = "reveal_value_mismatch"                                  // revealValue != hash of the revealed key
+	CodeDeltaHashMismatch    Code = "delta_hash_mismatch"                                    // deltaHash != hash of the delta
+	CodeDIDSuffixMismatch    Code = "deactivate_operation_signed_did_unique_suffix_mismatch" // deactivate payload names another DID
+	CodeCommitmentReuse      Code = "commitment_reuse"                                       // a key commits to itself or to a used value
+	CodeInvalidDID           Code = "invalid_did"                                            // not a DID of the configured method
+	CodeInvalidLongFormDID   Code = "invalid_long_form_did"                                  // long-form initial state rejected
 )
 
 // Codes of checks against a DID's current state ((*State).Check and CheckLimits).
@@ -52,14 +58,14 @@ const (
 // Codes of batch files and anchor strings (package batchfile uses them with this type).
 const (
 	CodeInvalidAnchorString        Code = "invalid_anchor_string"
-	CodeFileTooLarge               Code = "file_too_large"
+	CodeFileTooLarge               Code = "cas_file_too_large"
 	CodeDecompressionFailed        Code = "decompression_failed"
 	CodeInvalidCoreIndexFile       Code = "invalid_core_index_file"
 	CodeInvalidCoreProofFile       Code = "invalid_core_proof_file"
 	CodeInvalidProvisionalIndex    Code = "invalid_provisional_index_file"
 	CodeInvalidProvisionalProof    Code = "invalid_provisional_proof_file"
 	CodeInvalidChunkFile           Code = "invalid_chunk_file"
-	CodeInvalidCASURI              Code = "invalid_cas_uri"
+	CodeInvalidCASURI              Code = "cas_file_uri_not_valid"
 	CodeOperationCountExceedsLimit Code = "operation_count_exceeds_limit"
 )
 

@@ -1,6 +1,10 @@
 package sidetree
 
-import "github.com/anchord/anchord/internal/sidetree/jsontree"
+import (
+	"time"
+
+	"github.com/anchord/anchord/internal/sidetree/jsontree"
+)
 
 // ResolutionStatus tells the HTTP layer which status a resolution result gets.
 type ResolutionStatus int
@@ -25,6 +29,28 @@ const (
 // the DIF vector files (resolution/*.json), which differ from JSON.stringify's order only inside
 // didDocumentMetadata.
 func RenderResolution(did *DID, st *State) ([]byte, ResolutionStatus) {
+	return RenderResolutionWithMetadata(did, st, Metadata{})
+}
+
+// Metadata is the DID document metadata that DID Resolution defines beyond the reference
+// implementation's result: when the DID was created and last changed, and which version this is.
+// Zero fields are left out, so the zero Metadata renders exactly the reference implementation's
+// result.
+type Metadata struct {
+	// Created and Updated are the times of the anchors of the create and of the last operation
+	// applied after it (Updated is zero when nothing was).
+	Created, Updated time.Time
+	// VersionID identifies the version: the anchor of the last operation applied.
+	VersionID string
+	// NextUpdate and NextVersionID describe the version after this one, when this one is not the
+	// latest.
+	NextUpdate    time.Time
+	NextVersionID string
+}
+
+// RenderResolutionWithMetadata is RenderResolution with m's members added to
+// didDocumentMetadata.
+func RenderResolutionWithMetadata(did *DID, st *State, m Metadata) ([]byte, ResolutionStatus) {
 	if st == nil {
 		// InitialState is nil for a short form (no embedded create): not found.
 		if st = InitialState(did.Create); st == nil {
@@ -32,19 +58,19 @@ func RenderResolution(did *DID, st *State) ([]byte, ResolutionStatus) {
 		}
 	}
 	if st.Deactivated {
-		return renderDeactivated(did.ShortForm(), st.Published), ResolutionDeactivated
+		return renderDeactivated(did.ShortForm(), st.Published, m), ResolutionDeactivated
 	}
-	return renderDocument(did, st), ResolutionFound
+	return renderDocument(did, st, m), ResolutionFound
 }
 
 // RenderCreateResponse renders the body of a successful create request: the resolution result
 // of the would-be DID in short form, unpublished (reference implementation handleCreateRequest).
 func RenderCreateResponse(p Profile, create *Operation) []byte {
 	did := &DID{Method: p.method(), Suffix: create.Suffix}
-	return renderDocument(did, InitialState(create))
+	return renderDocument(did, InitialState(create), Metadata{})
 }
 
-func renderDeactivated(short string, published bool) []byte {
+func renderDeactivated(short string, published bool, m Metadata) []byte {
 	b := make([]byte, 0, 320)
 	b = append(b, `{"@context":`...)
 	b = jsontree.AppendQuoted(b, resolutionContext)
@@ -54,10 +80,43 @@ func renderDeactivated(short string, published bool) []byte {
 	b = appendBool(b, published)
 	b = append(b, `},"canonicalId":`...)
 	b = jsontree.AppendQuoted(b, short)
+	b = appendMetadata(b, m)
 	return append(b, "}}"...)
 }
 
-func renderDocument(did *DID, st *State) []byte {
+// appendMetadata writes m's non-zero members, each preceded by a comma. Times are XML datetimes
+// in UTC without fractions of a second, as DID Core requires of created and updated.
+func appendMetadata(b []byte, m Metadata) []byte {
+	for _, t := range []struct {
+		name string
+		v    time.Time
+	}{{"created", m.Created}, {"updated", m.Updated}} {
+		if !t.v.IsZero() {
+			b = append(b, ',')
+			b = jsontree.AppendQuoted(b, t.name)
+			b = append(b, ':')
+			b = jsontree.AppendQuoted(b, FormatTime(t.v))
+		}
+	}
+	if m.VersionID != "" {
+		b = append(b, `,"versionId":`...)
+		b = jsontree.AppendQuoted(b, m.VersionID)
+	}
+	if !m.NextUpdate.IsZero() {
+		b = append(b, `,"nextUpdate":`...)
+		b = jsontree.AppendQuoted(b, FormatTime(m.NextUpdate))
+	}
+	if m.NextVersionID != "" {
+		b = append(b, `,"nextVersionId":`...)
+		b = jsontree.AppendQuoted(b, m.NextVersionID)
+	}
+	return b
+}
+
+// FormatTime renders a metadata time: UTC, whole seconds (2006-01-02T15:04:05Z).
+func FormatTime(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
+
+func renderDocument(did *DID, st *State, m Metadata) []byte {
 	id := did.String()
 	doc := &st.Document
 	b := make([]byte, 0, 1024+4*len(id))
@@ -157,7 +216,9 @@ func renderDocument(did *DID, st *State) []byte {
 		b = append(b, `,"anchorOrigin":`...)
 		b = jsontree.AppendQuoted(b, origin)
 	}
-	return append(b, "}}}"...)
+	b = append(b, '}')
+	b = appendMetadata(b, m)
+	return append(b, "}}"...)
 }
 
 // appendDocumentHead writes {"id":id,"@context":[…,{"@base":id}] without closing the object.

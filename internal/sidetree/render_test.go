@@ -3,6 +3,7 @@ package sidetree_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -123,4 +124,49 @@ func TestRenderEmptyDocument(t *testing.T) {
 		`","@context":["https://www.w3.org/ns/did/v1",{"@base":"did:sidetree:` + difSuffix + `"}]},"didDocumentMetadata":{"canonicalId":"did:sidetree:` +
 		difSuffix + `","method":{"published":true,"recoveryCommitment":"` + difRecoveryCommit + `"}}}`
 	require.Equal(t, want, string(body))
+}
+
+// Metadata adds DID Resolution's version members to didDocumentMetadata, next to the reference
+// implementation's, for a live and a deactivated DID; created is the create's anchor.
+func TestRenderMetadata(t *testing.T) {
+	t.Parallel()
+	p := sidetree.DefaultProfile()
+	did, err := sidetree.ParseDID(p, difDIDs(t).ShortFormDid)
+	require.NoError(t, err)
+	created := time.Date(2026, 1, 2, 3, 4, 5, 600_000_000, time.FixedZone("x", 3600))
+	m := sidetree.Metadata{
+		Created: created, Updated: created.Add(90 * time.Second), VersionID: "QmVersion2",
+		NextUpdate: created.Add(3 * time.Minute), NextVersionID: "QmVersion3",
+	}
+	for _, tc := range []struct {
+		ops    []string
+		status sidetree.ResolutionStatus
+	}{
+		{[]string{"create", "update"}, sidetree.ResolutionFound},
+		{[]string{"create", "recover", "deactivate"}, sidetree.ResolutionDeactivated},
+	} {
+		var bodies [][]byte
+		for _, name := range tc.ops {
+			bodies = append(bodies, mustParse(t, difOperation(t, name)).Request)
+		}
+		st := sidetree.Resolve(p, difSuffix, history(bodies...))
+		require.Equal(t, uint64(1), st.CreateSequence)
+		require.Equal(t, uint64(len(bodies)), st.LastSequence)
+		body, status := sidetree.RenderResolutionWithMetadata(did, st, m)
+		require.Equal(t, tc.status, status)
+		var got struct {
+			Metadata map[string]any `json:"didDocumentMetadata"`
+		}
+		require.NoError(t, json.Unmarshal(body, &got), "%s", body)
+		require.Equal(t, "2026-01-02T02:04:05Z", got.Metadata["created"], "UTC, whole seconds")
+		require.Equal(t, "2026-01-02T02:05:35Z", got.Metadata["updated"])
+		require.Equal(t, "QmVersion2", got.Metadata["versionId"])
+		require.Equal(t, "2026-01-02T02:07:05Z", got.Metadata["nextUpdate"])
+		require.Equal(t, "QmVersion3", got.Metadata["nextVersionId"])
+		require.Equal(t, did.ShortForm(), got.Metadata["canonicalId"])
+
+		plain, _ := sidetree.RenderResolution(did, st)
+		zero, _ := sidetree.RenderResolutionWithMetadata(did, st, sidetree.Metadata{})
+		require.Equal(t, plain, zero, "zero metadata renders the reference implementation's result")
+	}
 }

@@ -94,8 +94,8 @@ func newResolution(a anchoredOp) *resolution {
 	create := a.op
 	r := &resolution{
 		st: &State{
-			Suffix: create.Suffix, RecoveryCommitment: create.SuffixData.RecoveryCommitment, Published: true, LastSequence: a.seq,
-			AnchorOrigin: create.AnchorOrigin, AnchoredBy: a.origin,
+			Suffix: create.Suffix, RecoveryCommitment: create.SuffixData.RecoveryCommitment, Published: true,
+			LastSequence: a.seq, CreateSequence: a.seq, AnchorOrigin: create.AnchorOrigin, AnchoredBy: a.origin,
 		},
 		doc: newDocumentBuilder(Document{}),
 	}

@@ -26,6 +26,8 @@ type State struct {
 	// or not: what resolving the DID costs, and what Profile.MaxOperationsPerDID bounds. It is 0
 	// for an unpublished state.
 	Operations int
+	// CreateSequence is the anchor sequence number of the create that applied.
+	CreateSequence uint64
 
 	// Commitments consumed so far. Resolution refuses an operation that installs one of them
 	// again (the reference implementation's loop guard); Check refuses it at intake.
@@ -130,7 +132,7 @@ func (s *State) CheckLimits(p Profile, op *Operation) error {
 			next.Document = applyPatches(Document{}, op.Delta.Patches)
 		}
 	}
-	size := len(renderDocument(&DID{Method: p.method(), Suffix: op.Suffix}, next))
+	size := len(renderDocument(&DID{Method: p.method(), Suffix: op.Suffix}, next, Metadata{}))
 	if limit := p.maxDocumentBytes(); size > limit {
 		return Errorf(CodeDocumentTooLarge, "the DID document would be %d bytes, more than the limit of %d", size, limit)
 	}

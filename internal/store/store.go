@@ -52,6 +52,7 @@ type Executor interface {
 	PendingExecutor
 	CASPinExecutor
 	AnchorLinkExecutor
+	ActivityExecutor
 
 	// Now returns the database clock.
 	Now(ctx context.Context) (time.Time, error)

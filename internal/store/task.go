@@ -141,6 +141,7 @@ type OpQueueParkExpiredParams struct {
 var neverExpire = map[string]bool{
 	"op_queue": true, "dead_letters": true, "anchors": true, "did_operations": true, "cas_objects": true,
 	"settings": true, "schema_migrations": true, "task_permits": true,
+	"ap_outbox": true, "ap_inbox": true, "ap_relationships": true, "ap_accept_list": true,
 }
 
 // CheckExpiryTable returns an error unless table and column are plain lower-case SQL

@@ -227,9 +227,11 @@ func (p *Poller) commitAll(ctx context.Context, batches []store.LedgerBatch, res
 	}
 	ps := make([]store.LedgerBatchCommitParams, len(batches))
 	from := make(map[string]string, len(batches))
+	created := make(map[string]time.Time, len(batches))
 	for i, b := range batches {
 		ps[i] = store.LedgerBatchCommitParams{BatchID: b.HeaderSignature, From: b.DLTStatus}
 		from[b.HeaderSignature] = b.DLTStatus
+		created[b.HeaderSignature] = b.Created
 	}
 	wctx, cancel := writeContext(ctx)
 	defer cancel()
@@ -245,6 +247,9 @@ func (p *Poller) commitAll(ctx context.Context, batches []store.LedgerBatch, res
 		p.m.transitions.WithLabelValues(from[c.BatchID], string(ledger.StatusCommitted)).Inc()
 		if c.AnchorCompleted {
 			p.m.anchors.WithLabelValues("completed").Inc()
+			// The line an operator waits for: submission alone does not make DIDs resolvable.
+			p.logger.InfoContext(ctx, "anchor committed on the ledger", "anchor_seq", c.AnchorSeq,
+				"batch_id", shortID(c.BatchID), "since_batch_created", time.Since(created[c.BatchID]).Round(time.Millisecond))
 		} else {
 			p.logger.ErrorContext(ctx, "ledger committed a batch whose anchor is not pending",
 				"batch_id", shortID(c.BatchID), "anchor_seq", c.AnchorSeq)

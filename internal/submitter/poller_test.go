@@ -3,6 +3,7 @@ package submitter
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -33,17 +34,20 @@ func TestPollerCommittedCompletesTheAnchor(t *testing.T) {
 		b := setup(t, st, devledger.Config{}, 2*time.Second)
 		as := b.anchors(t, 3)
 		b.submitAll(t, 3)
-		p := b.poller(t, nil, nil)
+		log := &anchordtest.SyncBuffer{}
+		p := b.poller(t, nil, func(c *PollerConfig) { c.Logger = slog.New(slog.NewTextHandler(log, nil)) })
 
 		res, err := p.RunOnce(t.Context())
 		require.NoError(t, err)
 		require.Equal(t, PollResult{Polled: 3, Pending: 3}, res)
+		require.NotContains(t, log.String(), "anchor committed")
 
 		b.ledger.Clock.Advance(time.Minute)
 		res, err = p.RunOnce(t.Context())
 		require.NoError(t, err)
 		require.Equal(t, PollResult{Polled: 3, Committed: 3}, res)
 		for _, a := range as {
+			require.Contains(t, log.String(), fmt.Sprintf(`msg="anchor committed on the ledger" anchor_seq=%d`, a.Seq), "an operator sees each commit")
 			got := b.anchor(t, a.Seq)
 			require.Equal(t, store.AnchorCompleted, got.Status)
 			require.NotNil(t, got.CompletedAt)

@@ -17,14 +17,28 @@ const (
 		WHERE p.op_id = EXCLUDED.op_id OR p.expires_at < now()
 			OR EXISTS (SELECT 1 FROM dead_letters d WHERE d.ref = p.op_id AND d.kind = 'operation')
 		RETURNING true`
-	qDIDPendingRelease = `DELETE FROM did_pending p USING unnest($1::text[], $2::text[]) AS k(suffix, op_id)
+	// qSynchronousCommitOff applies to the implicit transaction of the batch it is sent in.
+	qSynchronousCommitOff = `SET LOCAL synchronous_commit TO OFF`
+	qDIDPendingRelease    = `DELETE FROM did_pending p USING unnest($1::text[], $2::text[]) AS k(suffix, op_id)
 		WHERE p.suffix = k.suffix AND p.op_id = k.op_id`
 )
 
-// DIDPendingReserve implements store.Executor.
+// DIDPendingReserve implements store.Executor. Outside a transaction it commits without waiting
+// for the WAL flush (synchronous_commit off, set for this statement's implicit transaction
+// only, in the same round trip): a reservation sits on every cluster request's path, and one
+// that a PostgreSQL crash loses only lets a second operation for the DID through, which then
+// resolves as invalid. Nothing accepted depends on it being durable.
 func (e executor) DIDPendingReserve(ctx context.Context, p store.DIDPendingParams) (bool, error) {
 	var ok bool
-	err := e.q.QueryRow(ctx, qDIDPendingReserve, p.Suffix, p.OpID, p.TTL.Microseconds()).Scan(&ok)
+	var err error
+	if _, inTx := e.q.(pgx.Tx); inTx {
+		err = e.q.QueryRow(ctx, qDIDPendingReserve, p.Suffix, p.OpID, p.TTL.Microseconds()).Scan(&ok)
+	} else {
+		b := &pgx.Batch{}
+		b.Queue(qSynchronousCommitOff)
+		b.Queue(qDIDPendingReserve, p.Suffix, p.OpID, p.TTL.Microseconds()).QueryRow(func(row pgx.Row) error { return row.Scan(&ok) })
+		err = e.q.SendBatch(ctx, b).Close()
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}

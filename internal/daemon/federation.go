@@ -1,0 +1,70 @@
+package daemon
+
+import (
+	"context"
+
+	"github.com/anchord/anchord/internal/expiry"
+	"github.com/anchord/anchord/internal/federation"
+	"github.com/anchord/anchord/internal/peer"
+	"github.com/anchord/anchord/internal/store"
+	"github.com/anchord/anchord/internal/taskmgr"
+)
+
+// federation builds the domain's ActivityPub service on the core: the signed client towards
+// other domains, the service's routes (API listener) and admin routes (admin listener), the
+// deliverer and inbox processor (every instance), the activity-sync task (one instance at a
+// time), the expiry of delivered deliveries, and the dead-letter retry of kind activity. The
+// shape registers further inbox handlers on the returned service before the supervisor runs.
+func (c *core) federation(ctx context.Context) (*federation.Service, error) {
+	key, err := c.domainKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	endpoint := c.cfg.ExternalEndpointURL()
+	f := c.cfg.Federation
+	client, err := peer.New(peer.Config{
+		KeyID: endpoint + federation.ServicePath + "/keys/main-key", PrivateKey: key, Timeout: f.RequestTimeout,
+		Logger: c.log("peer"), Registerer: c.reg,
+	}, c.st)
+	if err != nil {
+		return nil, err
+	}
+	// Idle connections to other domains close once every loop that uses them has stopped.
+	c.sup.onStop(StageWriters, "peer-client", client.Close)
+	svc, err := federation.New(federation.Config{
+		ExternalEndpoint: endpoint, Key: key, InstanceID: c.instanceID,
+		PageSize: f.PageSize, MaxClockSkew: f.MaxClockSkew, MaxInboxBytes: federation.MaxInboxBytesDefault,
+		FollowAuthPolicy: f.FollowAuthPolicy, InviteWitnessAuthPolicy: f.InviteWitnessAuthPolicy,
+		Redelivery:   c.cfg.Redelivery(),
+		SyncInterval: f.SyncInterval, SyncAcceleratedInterval: f.SyncAcceleratedInterval,
+		SyncMinActivityAge: f.SyncMinActivityAge, SyncMaxActivities: f.SyncMaxActivities,
+		Broker: c.ps, Logger: c.log("federation"), Registerer: c.reg,
+	}, c.st, client)
+	if err != nil {
+		return nil, err
+	}
+	c.routes = append(c.routes, svc.Routes())
+	c.adminRoutes = append(c.adminRoutes, svc.AdminRoutes())
+	c.bodyLimits[federation.InboxPath()] = federation.MaxInboxBytesDefault
+	c.retry[store.DeadLetterActivity] = svc.RetryDeadLetter
+	if err := c.expiry.Register(expiry.Disposable("ap_deliveries", "expires_at")); err != nil {
+		return nil, err
+	}
+	syncer := svc.Syncer()
+	if err := c.tasks.Register(taskmgr.Task{
+		ID: federation.SyncTaskID, Interval: syncer.Interval(), Run: syncer.RunTask, NextIntervalFunc: syncer.NextInterval,
+	}); err != nil {
+		return nil, err
+	}
+	// Inbox processors and deliverers stop with the consumers: a claimed row they leave is
+	// settled, or its claim expires and another instance (or the next start) takes it. The
+	// processor is made when its stage starts, after every handler was registered.
+	c.sup.add(StageConsumers, "activity-inbox", func(ctx context.Context) error { return svc.Processor().Run(ctx) })
+	c.sup.add(StageConsumers, "activity-deliverer", svc.Deliverer().Run)
+	if c.ps != nil {
+		// Wake-ups cross the broker, which closes after the consumers have stopped.
+		c.sup.add(StageConsumers, "activity-wake", svc.RunWaker)
+	}
+	c.logger.Info("activitypub service", "actor", svc.ActorIRI())
+	return svc, nil
+}

@@ -1,0 +1,48 @@
+// Package federation is a domain's ActivityPub service: its Service actor and discovery
+// documents, the durable outbox and the deliverers that empty it, the durable inbox and the
+// processors that run its handlers, the relationships (followers, following, witnesses,
+// witnessing) with their Follow/Invite/Accept/Reject/Undo handlers and accept lists, the
+// activity sync task, and the admin API over them. Requests to other domains go through package
+// peer; what an anchor's Create or Announce means is not decided here (handlers registered by
+// the anchor federation do that).
+//
+// # Durability
+//
+//   - Post returns once the activity and one delivery row per recipient have committed
+//     (PostTx: with the caller's transaction). Deliverers claim due deliveries with a lease,
+//     POST them signed, and settle each under its claim: delivered, retried on the redelivery
+//     schedule, or, after the last attempt, parked with a dead letter of kind activity written
+//     in the same transaction. An operator's retry of that dead letter re-arms the delivery in
+//     the transaction that deletes the dead letter.
+//   - POST /inbox answers 200 only once the activity's row has committed; a second copy of an
+//     activity id changes nothing. Processors claim queued rows and run the handler of the
+//     type; a failing handler is retried, then parked (kind activity), never marked done, and
+//     never blocks the rows behind it. Handlers MUST be idempotent: a row may run again after
+//     a claim expired (a crash mid-handler).
+//   - Rows are the truth; wake-ups (a channel in this process, the activity topics between the
+//     instances of a cluster) only make the loops look sooner than their poll.
+//
+// # Inbox checks, in order
+//
+//  1. HTTP signature (package httpsig): missing, malformed, stale, replayed, by an unknown
+//     key or not verifying → 401; the signer's key could not be fetched → 503; body over
+//     MaxInboxBytes → 413.
+//  2. The activity's actor must own the signing key → 401.
+//  3. The activity parses within the activity limits → 400.
+//  4. Its handler's Authorize: 403 for an actor that may not do this, 400 for a malformed
+//     request (a Follow of someone else, an Undo of nothing).
+//
+// # Relationships
+//
+// following/witness are ours: pending from our Follow/Invite until the peer's Accept (which must
+// embed that very activity, found in our outbox) or Reject. follower/witnessing are the peers':
+// accepted by --follow-auth-policy / --invite-witness-auth-policy (accept-all, or accept-list
+// with the accept lists), ended by the peer's Undo, which must come from the actor of the
+// activity it undoes.
+//
+// # Activity sync
+//
+// Positions are stored per source collection as (page IRI, index in page). anchord's own
+// outbox pages by a public position that never changes, so such a position stays valid; Orb's
+// offset pages may shift, which costs re-reads, never losses, since queueing is idempotent.
+package federation

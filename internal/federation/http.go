@@ -1,0 +1,404 @@
+package federation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/anchord/anchord/internal/activity"
+	"github.com/anchord/anchord/internal/httpapi"
+	"github.com/anchord/anchord/internal/httpsig"
+	"github.com/anchord/anchord/internal/store"
+	"github.com/anchord/anchord/internal/vc"
+)
+
+// Media types of the discovery documents.
+const (
+	mediaTypeJRD = "application/jrd+json"
+	mediaTypeXRD = "application/xrd+xml"
+)
+
+// Routes returns the public routes of the service, served on the API listener: the actor and
+// its key, discovery (host-meta, WebFinger, did:web), the inbox and the collections.
+func (s *Service) Routes() func(mux httpapi.Router) {
+	return func(mux httpapi.Router) {
+		mux.HandleFunc("GET "+ServicePath, s.getActor)
+		mux.HandleFunc("GET "+ServicePath+activity.PathMainKey, s.getKey)
+		mux.HandleFunc("POST "+ServicePath+activity.PathInbox, s.postInbox)
+		mux.HandleFunc("GET "+ServicePath+activity.PathInbox, s.getInbox)
+		mux.HandleFunc("GET "+ServicePath+activity.PathOutbox, s.getOutbox)
+		mux.HandleFunc("GET "+ServicePath+activity.PathFollowers, s.getRelationships(store.RelationshipFollower))
+		mux.HandleFunc("GET "+ServicePath+activity.PathFollowing, s.getRelationships(store.RelationshipFollowing))
+		mux.HandleFunc("GET "+ServicePath+activity.PathWitnesses, s.getRelationships(store.RelationshipWitness))
+		mux.HandleFunc("GET "+ServicePath+activity.PathWitnessing, s.getRelationships(store.RelationshipWitnessing))
+		mux.HandleFunc("GET "+ServicePath+activity.PathLiked, s.getLiked)
+		mux.HandleFunc("GET "+ServicePath+"/activities/{id}", s.getActivity)
+		mux.HandleFunc("GET /.well-known/host-meta.json", s.getHostMetaJSON)
+		mux.HandleFunc("GET /.well-known/host-meta", s.getHostMeta)
+		mux.HandleFunc("GET /.well-known/webfinger", s.getWebFinger)
+		mux.HandleFunc("GET "+vc.WellKnownDIDPath, s.getDIDDocument)
+	}
+}
+
+// InboxPath is the path of the inbox, whose bodies may be larger than the API's default limit.
+func InboxPath() string { return ServicePath + activity.PathInbox }
+
+func writeJSON(w http.ResponseWriter, status int, contentType string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		httpapi.WriteError(w, http.StatusInternalServerError, "internal_error", "encode response")
+		return
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func (s *Service) getActor(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, activity.MediaTypeActivity, activity.NewService(s.actor, s.pemKey))
+}
+
+func (s *Service) getKey(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, activity.MediaTypeActivity, keyDocument{ID: s.KeyID(), Owner: s.actor, PublicKeyPem: s.pemKey})
+}
+
+// keyDocument is what our key id dereferences to, as Orb serves it.
+type keyDocument struct {
+	ID           string `json:"id"`
+	Owner        string `json:"owner"`
+	PublicKeyPem string `json:"publicKeyPem"`
+}
+
+// postInbox takes an activity from another domain. The order of the checks is the design's:
+// signature (401), actor = signer (401), body and shape (413, 400), authorization (403); then the
+// activity is stored, and 200 is answered only once that has committed. A copy of an activity
+// already stored is answered 200 and changes nothing.
+func (s *Service) postInbox(w http.ResponseWriter, r *http.Request) {
+	signer, err := s.verifier.Verify(r)
+	if err != nil {
+		s.refuseSignature(w, r, err)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		httpapi.WriteError(w, http.StatusBadRequest, "invalid_activity", "the body could not be read")
+		return
+	}
+	a, err := activity.ParseWithLimits(body, activity.Limits{MaxBytes: int(s.cfg.MaxInboxBytes)})
+	if err != nil {
+		s.refuse(w, r, "", http.StatusBadRequest, "invalid_activity", err)
+		return
+	}
+	if a.Actor != signer.Owner {
+		s.refuse(w, r, a.Type, http.StatusUnauthorized, "unauthorized",
+			errors.New("the activity's actor is not the owner of the signing key"))
+		return
+	}
+	in := Inbound{Activity: a, Body: body, Actor: a.Actor, From: signer.Owner, Source: SourceLive}
+	if h, ok := s.handler(a.Type); ok && h.Authorize != nil {
+		if err := h.Authorize(r.Context(), in); err != nil {
+			switch {
+			case errors.Is(err, ErrForbidden):
+				s.refuse(w, r, a.Type, http.StatusForbidden, "forbidden", err)
+			case errors.Is(err, activity.ErrInvalid):
+				s.refuse(w, r, a.Type, http.StatusBadRequest, "invalid_activity", err)
+			default:
+				s.unavailable(w, r, "authorize inbox activity", err)
+			}
+			return
+		}
+	}
+	seq, inserted, err := s.st.ActivityInboxInsert(r.Context(), store.ActivityInboxInsertParams{
+		ActivityID: a.ID, Actor: a.Actor, From: signer.Owner, Type: string(a.Type), Body: body, Source: store.InboxSourceLive,
+	})
+	if err != nil {
+		s.unavailable(w, r, "store inbox activity", err)
+		return
+	}
+	if inserted {
+		s.m.inbox.WithLabelValues(string(a.Type), "received").Inc()
+		s.wake.inbox(strconv.FormatInt(seq, 10))
+	} else {
+		s.m.inbox.WithLabelValues(string(a.Type), "duplicate").Inc()
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *Service) refuseSignature(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, httpsig.ErrUnauthenticated):
+		w.Header().Set("WWW-Authenticate", `Signature realm="anchord",headers="(request-target) date digest"`)
+		s.refuse(w, r, "", http.StatusUnauthorized, "unauthorized", err)
+	case errors.Is(err, httpsig.ErrBodyTooLarge):
+		s.refuse(w, r, "", http.StatusRequestEntityTooLarge, "request_too_large", err)
+	default:
+		s.unavailable(w, r, "verify signature", err)
+	}
+}
+
+// refuse answers a request we will not take, and says why in the body and the debug log.
+func (s *Service) refuse(w http.ResponseWriter, r *http.Request, t activity.Type, status int, code string, err error) {
+	label := string(t)
+	if label == "" {
+		label = "unknown"
+	}
+	s.m.inbox.WithLabelValues(label, "refused").Inc()
+	s.cfg.Logger.DebugContext(r.Context(), "inbox request refused", "status", status, "client", r.RemoteAddr, "error", err)
+	httpapi.WriteError(w, status, code, err.Error())
+}
+
+func (s *Service) unavailable(w http.ResponseWriter, r *http.Request, what string, err error) {
+	s.cfg.Logger.WarnContext(r.Context(), what, "error", err)
+	w.Header().Set("Retry-After", "1")
+	httpapi.WriteError(w, http.StatusServiceUnavailable, "unavailable", what+": try again later")
+}
+
+// readerAllowed verifies a GET's signature and reports whether the signer may read our private
+// collections: a follower or a witness of ours, as Orb allows. It has answered the request when
+// it returns false.
+func (s *Service) readerAllowed(w http.ResponseWriter, r *http.Request) bool {
+	signer, err := s.verifier.Verify(r)
+	if err != nil {
+		s.refuseSignature(w, r, err)
+		return false
+	}
+	for _, kind := range []string{store.RelationshipFollower, store.RelationshipWitness} {
+		ok, err := s.hasRelationship(r.Context(), kind, signer.Owner)
+		if err != nil {
+			s.unavailable(w, r, "authorize reader", err)
+			return false
+		}
+		if ok {
+			return true
+		}
+	}
+	httpapi.WriteError(w, http.StatusForbidden, "forbidden", "only our followers and witnesses may read this collection")
+	return false
+}
+
+// page reads ?page=true&page-num=K: paged, and K (page 0 without a number: pages ascend).
+func page(r *http.Request) (paged bool, num int, ok bool) {
+	q := r.URL.Query()
+	if q.Get("page") != "true" {
+		return false, 0, true
+	}
+	v := q.Get("page-num")
+	if v == "" {
+		return true, 0, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 1<<30 {
+		return true, 0, false
+	}
+	return true, n, true
+}
+
+// serveCollection answers a collection GET: the summary, or page num of total items listed by
+// list(offset, limit).
+func (s *Service) serveCollection(w http.ResponseWriter, r *http.Request, id string, kind activity.Type,
+	total func(ctx context.Context) (int64, error), list func(ctx context.Context, offset int64, limit int) ([]*activity.Object, error)) {
+	paged, num, ok := page(r)
+	if !ok {
+		httpapi.WriteError(w, http.StatusBadRequest, "invalid_parameter", "page-num must be a non-negative integer")
+		return
+	}
+	n, err := total(r.Context())
+	if err != nil {
+		s.unavailable(w, r, "count collection", err)
+		return
+	}
+	size := s.cfg.PageSize
+	if !paged {
+		writeJSON(w, http.StatusOK, activity.MediaTypeActivity, activity.NewCollectionSummary(id, kind, int(n), size))
+		return
+	}
+	items, err := list(r.Context(), int64(num)*int64(size), size)
+	if err != nil {
+		s.unavailable(w, r, "list collection", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, activity.MediaTypeActivity, activity.NewCollectionPage(id, kind, num, int(n), size, nonNil(items)))
+}
+
+func (s *Service) getOutbox(w http.ResponseWriter, r *http.Request) {
+	// Only public activities, to anyone, as Orb serves its outbox to readers it does not know.
+	s.serveCollection(w, r, s.actor+activity.PathOutbox, activity.TypeOrderedCollection,
+		s.st.ActivityOutboxCountPublic,
+		func(ctx context.Context, offset int64, limit int) ([]*activity.Object, error) {
+			rows, err := s.st.ActivityOutboxListPublic(ctx, store.ActivityPageParams{After: offset, Limit: limit})
+			if err != nil {
+				return nil, err
+			}
+			out := make([]*activity.Object, len(rows))
+			for i, row := range rows {
+				out[i] = &activity.Object{Document: row.Body}
+			}
+			return out, nil
+		})
+}
+
+func (s *Service) getInbox(w http.ResponseWriter, r *http.Request) {
+	if !s.readerAllowed(w, r) {
+		return
+	}
+	s.serveCollection(w, r, s.actor+activity.PathInbox, activity.TypeOrderedCollection,
+		s.st.ActivityInboxCount,
+		func(ctx context.Context, offset int64, limit int) ([]*activity.Object, error) {
+			rows, err := s.st.ActivityInboxList(ctx, store.ActivityPageParams{After: offset, Limit: limit})
+			if err != nil {
+				return nil, err
+			}
+			out := make([]*activity.Object, len(rows))
+			for i, row := range rows {
+				out[i] = &activity.Object{Document: row.Body}
+			}
+			return out, nil
+		})
+}
+
+func (s *Service) getRelationships(kind string) http.HandlerFunc {
+	path := map[string]string{
+		store.RelationshipFollower: activity.PathFollowers, store.RelationshipFollowing: activity.PathFollowing,
+		store.RelationshipWitness: activity.PathWitnesses, store.RelationshipWitnessing: activity.PathWitnessing,
+	}[kind]
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.readerAllowed(w, r) {
+			return
+		}
+		s.serveCollection(w, r, s.actor+path, activity.TypeCollection,
+			func(ctx context.Context) (int64, error) {
+				return s.st.RelationshipCount(ctx, kind, store.RelationshipAccepted)
+			},
+			func(ctx context.Context, offset int64, limit int) ([]*activity.Object, error) {
+				rs, err := s.st.RelationshipList(ctx, store.RelationshipListParams{Kind: kind, Status: store.RelationshipAccepted, Offset: offset, Limit: limit})
+				if err != nil {
+					return nil, err
+				}
+				out := make([]*activity.Object, len(rs))
+				for i, x := range rs {
+					out[i] = activity.IRIObject(x.Actor)
+				}
+				return out, nil
+			})
+	}
+}
+
+// getLiked serves an empty liked collection: anchord posts no Likes yet.
+func (s *Service) getLiked(w http.ResponseWriter, r *http.Request) {
+	if !s.readerAllowed(w, r) {
+		return
+	}
+	s.serveCollection(w, r, s.actor+activity.PathLiked, activity.TypeOrderedCollection,
+		func(context.Context) (int64, error) { return 0, nil },
+		func(context.Context, int64, int) ([]*activity.Object, error) { return nil, nil })
+}
+
+// getActivity serves one public activity of our outbox.
+func (s *Service) getActivity(w http.ResponseWriter, r *http.Request) {
+	a, err := s.st.ActivityOutboxGet(r.Context(), s.actor+"/activities/"+r.PathValue("id"))
+	if err != nil || !a.Public {
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			s.unavailable(w, r, "read activity", err)
+			return
+		}
+		httpapi.WriteError(w, http.StatusNotFound, "not_found", "no such public activity")
+		return
+	}
+	w.Header().Set("Content-Type", activity.MediaTypeActivity)
+	_, _ = w.Write(a.Body)
+}
+
+// jrd is a JSON Resource Descriptor (host-meta, WebFinger).
+type jrd struct {
+	Subject    string         `json:"subject,omitempty"`
+	Properties map[string]any `json:"properties,omitempty"`
+	Links      []jrdLink      `json:"links"`
+}
+
+type jrdLink struct {
+	Rel      string `json:"rel"`
+	Type     string `json:"type,omitempty"`
+	Href     string `json:"href,omitempty"`
+	Template string `json:"template,omitempty"`
+}
+
+func (s *Service) hostMeta() jrd {
+	return jrd{Links: []jrdLink{
+		{Rel: "self", Type: mediaTypeJRD, Template: s.cfg.ExternalEndpoint + "/.well-known/webfinger?resource={uri}"},
+		{Rel: "self", Type: activity.MediaTypeActivity, Href: s.actor},
+	}}
+}
+
+func (s *Service) getHostMetaJSON(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, mediaTypeJRD, s.hostMeta())
+}
+
+// getHostMeta serves host-meta as JSON to a client that asks for JSON (as Orb's does), and as
+// XRD otherwise, as RFC 6415 says.
+func (s *Service) getHostMeta(w http.ResponseWriter, r *http.Request) {
+	if strings.Contains(r.Header.Get("Accept"), "json") {
+		s.getHostMetaJSON(w, r)
+		return
+	}
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
+	b.WriteString(`<XRD xmlns="http://docs.oasis-open.org/ns/xri/xrd-1.0">` + "\n")
+	for _, l := range s.hostMeta().Links {
+		b.WriteString(`  <Link rel="` + xmlEscape(l.Rel) + `" type="` + xmlEscape(l.Type) + `"`)
+		if l.Template != "" {
+			b.WriteString(` template="` + xmlEscape(l.Template) + `"`)
+		} else {
+			b.WriteString(` href="` + xmlEscape(l.Href) + `"`)
+		}
+		b.WriteString("/>\n")
+	}
+	b.WriteString("</XRD>\n")
+	w.Header().Set("Content-Type", mediaTypeXRD)
+	_, _ = io.WriteString(w, b.String())
+}
+
+var xmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&apos;")
+
+func xmlEscape(s string) string { return xmlEscaper.Replace(s) }
+
+// getWebFinger answers for the domain and the actor: the actor as the self link. Orb adds a
+// ledger-type property once the domain keeps a log; anchord keeps none yet.
+func (s *Service) getWebFinger(w http.ResponseWriter, r *http.Request) {
+	res := r.URL.Query().Get("resource")
+	switch strings.TrimRight(res, "/") {
+	case s.cfg.ExternalEndpoint, s.actor:
+	default:
+		httpapi.WriteError(w, http.StatusNotFound, "not_found", "unknown resource")
+		return
+	}
+	writeJSON(w, http.StatusOK, mediaTypeJRD, jrd{
+		Subject: res,
+		Links:   []jrdLink{{Rel: "self", Type: activity.MediaTypeActivity, Href: s.actor}},
+	})
+}
+
+// getDIDDocument serves the domain's did:web document with the domain key, which signs the
+// anchor credentials.
+func (s *Service) getDIDDocument(w http.ResponseWriter, r *http.Request) {
+	did, err := vc.DIDWeb(s.cfg.ExternalEndpoint)
+	if err == nil {
+		var doc *vc.DIDDocument
+		if doc, err = vc.NewDIDDocument(did, s.pub); err == nil {
+			writeJSON(w, http.StatusOK, "application/did+json", doc)
+			return
+		}
+	}
+	s.cfg.Logger.WarnContext(r.Context(), "did:web document", "error", err)
+	httpapi.WriteError(w, http.StatusNotFound, "not_found", "this domain has no did:web identifier")
+}
+
+// publishedBefore reports whether a's published time is before t; an activity without one is
+// taken as old.
+func publishedBefore(a *activity.Activity, t time.Time) bool {
+	return a.Published == nil || a.Published.Before(t)
+}

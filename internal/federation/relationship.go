@@ -1,0 +1,231 @@
+package federation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/anchord/anchord/internal/activity"
+	"github.com/anchord/anchord/internal/store"
+)
+
+// The built-in handlers keep the relationships: Follow and Invite ask for one (we answer with
+// Accept or Reject, by policy), Accept and Reject answer ours, Undo ends the peer's.
+
+func (s *Service) registerBuiltins() {
+	s.handlers[activity.TypeFollow] = Handler{Authorize: s.authorizeFollow, Handle: s.handleFollow}
+	s.handlers[activity.TypeInvite] = Handler{Authorize: s.authorizeInvite, Handle: s.handleInvite}
+	s.handlers[activity.TypeAccept] = Handler{Authorize: s.authorizeAnswer, Handle: s.handleAnswer}
+	s.handlers[activity.TypeReject] = Handler{Authorize: s.authorizeAnswer, Handle: s.handleAnswer}
+	s.handlers[activity.TypeUndo] = Handler{Authorize: s.authorizeUndo, Handle: s.handleUndo}
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", activity.ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// authorizeFollow refuses a Follow of anyone but us (400), as Orb does.
+func (s *Service) authorizeFollow(_ context.Context, in Inbound) error {
+	if in.Activity.Object.IRI != s.actor {
+		return invalid("Follow object must be %s", s.actor)
+	}
+	return nil
+}
+
+// authorizeInvite refuses (400) an Invite that does not ask us to witness: its object must be
+// AnchorWitness and its target us.
+func (s *Service) authorizeInvite(_ context.Context, in Inbound) error {
+	a := in.Activity
+	if a.Object.IRI != activity.AnchorWitnessIRI {
+		return invalid("Invite object must be %s", activity.AnchorWitnessIRI)
+	}
+	if a.Target == nil || a.Target.IRI != s.actor {
+		return invalid("Invite target must be %s", s.actor)
+	}
+	return nil
+}
+
+// handleFollow accepts or rejects a follower by --follow-auth-policy. An accepted follower and
+// our Accept are written in one transaction; a Follow from a follower we have is accepted again
+// (the peer may have lost our first Accept).
+func (s *Service) handleFollow(ctx context.Context, in Inbound) error {
+	return s.answer(ctx, in, store.RelationshipFollower, store.AcceptListFollow, s.cfg.FollowAuthPolicy)
+}
+
+// handleInvite accepts or rejects an invitation to witness by --invite-witness-auth-policy.
+func (s *Service) handleInvite(ctx context.Context, in Inbound) error {
+	return s.answer(ctx, in, store.RelationshipWitnessing, store.AcceptListInviteWitness, s.cfg.InviteWitnessAuthPolicy)
+}
+
+func (s *Service) answer(ctx context.Context, in Inbound, kind, list, policy string) error {
+	a := in.Activity
+	allowed := policy == PolicyAcceptAll
+	if !allowed {
+		var err error
+		if allowed, err = s.st.AcceptListContains(ctx, list, in.Actor); err != nil {
+			return err
+		}
+	}
+	reply := &activity.Activity{
+		Context: activity.Strings{activity.ContextActivityStreams},
+		Type:    activity.TypeReject,
+		To:      activity.Strings{in.Actor},
+		Object:  &activity.Object{Activity: a},
+	}
+	if allowed {
+		reply.Type = activity.TypeAccept
+	}
+	err := s.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+		if allowed {
+			if err := tx.RelationshipUpsert(ctx, store.RelationshipUpsertParams{
+				Kind: kind, Actor: in.Actor, Status: store.RelationshipAccepted, ActivityID: a.ID,
+			}); err != nil {
+				return err
+			}
+		}
+		_, err := s.PostTx(ctx, tx, reply)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("answer %s %s: %w", a.Type, a.ID, err)
+	}
+	s.cfg.Logger.InfoContext(ctx, "answered", "activity", a.Type, "actor", in.Actor, "answer", reply.Type)
+	return nil
+}
+
+// authorizeAnswer checks at the inbox what can be checked without our outbox: the Accept or
+// Reject embeds a Follow or Invite of ours.
+func (s *Service) authorizeAnswer(_ context.Context, in Inbound) error {
+	_, err := s.answered(in.Activity)
+	return err
+}
+
+// answered returns the Follow or Invite an Accept or Reject answers.
+func (s *Service) answered(a *activity.Activity) (*activity.Activity, error) {
+	req := a.Object.Activity
+	if req == nil {
+		return nil, invalid("%s must embed the activity it answers", a.Type)
+	}
+	if req.Type != activity.TypeFollow && req.Type != activity.TypeInvite {
+		// An Accept of an Offer belongs to witnessing, which has its own handler.
+		return nil, invalid("%s of a %s is not handled here", a.Type, req.Type)
+	}
+	if req.Actor != s.actor {
+		return nil, fmt.Errorf("%w: %s answers a %s by %q, not by us", ErrForbidden, a.Type, req.Type, req.Actor)
+	}
+	return req, nil
+}
+
+// handleAnswer records a peer's Accept or Reject of our Follow (following) or Invite (witness).
+// The embedded activity must be in our outbox, as ours, with the same type and object, and
+// addressed to the peer that answers: an Accept nobody asked for changes nothing.
+func (s *Service) handleAnswer(ctx context.Context, in Inbound) error {
+	a := in.Activity
+	req, err := s.answered(a)
+	if err != nil {
+		return err
+	}
+	sent, err := s.st.ActivityOutboxGet(ctx, req.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("%w: %s of %s, which is not in our outbox", ErrForbidden, a.Type, req.ID)
+	}
+	if err != nil {
+		return err
+	}
+	var ours activity.Activity
+	if err := json.Unmarshal(sent.Body, &ours); err != nil {
+		return fmt.Errorf("read our %s %s: %w", req.Type, req.ID, err)
+	}
+	if ours.Type != req.Type || ours.Actor != req.Actor || objectIRI(ours.Object) != objectIRI(req.Object) ||
+		!addressedTo(&ours, in.Actor) {
+		return fmt.Errorf("%w: %s embeds a %s that does not match ours", ErrForbidden, a.Type, req.Type)
+	}
+	kind := store.RelationshipFollowing
+	if req.Type == activity.TypeInvite {
+		kind = store.RelationshipWitness
+	}
+	status := store.RelationshipAccepted
+	if a.Type == activity.TypeReject {
+		status = store.RelationshipRejected
+	}
+	_, err = s.st.RelationshipSetStatus(ctx, store.RelationshipSetStatusParams{Kind: kind, Actor: in.Actor, ActivityID: req.ID, Status: status})
+	if errors.Is(err, store.ErrNotFound) {
+		// We withdrew (or replaced) that request meanwhile.
+		s.cfg.Logger.InfoContext(ctx, "answer to a withdrawn request", "answer", a.Type, "request", req.ID, "actor", in.Actor)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.cfg.Logger.InfoContext(ctx, "relationship answered", "kind", kind, "actor", in.Actor, "status", status)
+	return nil
+}
+
+// objectIRI is the IRI an object names: its IRI, or the id of what it embeds.
+func objectIRI(o *activity.Object) string {
+	switch {
+	case o == nil:
+		return ""
+	case o.IRI != "":
+		return o.IRI
+	case o.Activity != nil:
+		return o.Activity.ID
+	}
+	return ""
+}
+
+// addressedTo reports whether a was sent to actor: in to, or as its object or target.
+func addressedTo(a *activity.Activity, actor string) bool {
+	return a.To.Contains(actor) || objectIRI(a.Object) == actor || objectIRI(a.Target) == actor
+}
+
+// authorizeUndo requires an Undo to come from the actor of what it undoes (403 otherwise) and to
+// embed a Follow or Invite (400 otherwise).
+func (s *Service) authorizeUndo(_ context.Context, in Inbound) error {
+	_, err := s.undone(in)
+	return err
+}
+
+func (s *Service) undone(in Inbound) (*activity.Activity, error) {
+	req := in.Activity.Object.Activity
+	if req == nil {
+		return nil, invalid("Undo must embed the activity it undoes")
+	}
+	if req.Type != activity.TypeFollow && req.Type != activity.TypeInvite {
+		return nil, invalid("Undo of a %s is not handled", req.Type)
+	}
+	if req.Actor != in.Actor {
+		return nil, fmt.Errorf("%w: an Undo must come from the actor of the %s it undoes", ErrForbidden, req.Type)
+	}
+	return req, nil
+}
+
+// handleUndo ends a follower's (or an inviter's) relationship, if it is the one the undone
+// activity started. Nothing to undo is not an error: the Undo may be a repeat.
+func (s *Service) handleUndo(ctx context.Context, in Inbound) error {
+	req, err := s.undone(in)
+	if err != nil {
+		return err
+	}
+	kind := store.RelationshipFollower
+	if req.Type == activity.TypeInvite {
+		kind = store.RelationshipWitnessing
+	}
+	r, err := s.st.RelationshipGet(ctx, kind, in.Actor)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if req.ID != "" && r.ActivityID != req.ID {
+		s.cfg.Logger.InfoContext(ctx, "undo of a superseded request", "kind", kind, "actor", in.Actor, "undone", req.ID, "current", r.ActivityID)
+		return nil
+	}
+	if err := s.st.RelationshipDelete(ctx, kind, in.Actor); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	s.cfg.Logger.InfoContext(ctx, "relationship ended", "kind", kind, "actor", in.Actor)
+	return nil
+}

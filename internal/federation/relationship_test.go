@@ -1,0 +1,137 @@
+package federation
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/activity"
+	"github.com/anchord/anchord/internal/store"
+)
+
+func TestFollowAcceptRoundTrip(t *testing.T) {
+	t.Parallel()
+	a, b := newDomain(t), newDomain(t)
+	a.run(t)
+	b.run(t)
+	ctx := context.Background()
+
+	v, err := b.svc.Follow(ctx, a.actor())
+	require.NoError(t, err)
+	require.Equal(t, store.RelationshipPending, v.Status)
+	eventually(t, func() bool {
+		return b.relationship(t, store.RelationshipFollowing, a.actor()).Status == store.RelationshipAccepted
+	}, "B's follow of A was never accepted")
+	ok, err := a.svc.IsFollower(ctx, b.actor())
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = b.svc.IsFollowing(ctx, a.actor())
+	require.NoError(t, err)
+	require.True(t, ok)
+	followers, err := a.svc.Followers(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{b.actor()}, followers)
+
+	// A's Accept embeds B's Follow, and only that.
+	ds, err := a.st.ActivityOutboxListPublic(ctx, store.ActivityPageParams{Limit: 10})
+	require.NoError(t, err)
+	require.Empty(t, ds, "an Accept is not public")
+	r := a.relationship(t, store.RelationshipFollower, b.actor())
+	require.Equal(t, v.ActivityID, r.ActivityID)
+
+	// Following again posts nothing new.
+	again, err := b.svc.Follow(ctx, a.actor())
+	require.NoError(t, err)
+	require.Equal(t, v.ActivityID, again.ActivityID)
+
+	// Unfollow: B's Undo removes B from A's followers.
+	require.NoError(t, b.svc.Unfollow(ctx, a.actor()))
+	require.ErrorIs(t, b.svc.Unfollow(ctx, a.actor()), ErrNotFollowing)
+	eventually(t, func() bool {
+		ok, err := a.svc.IsFollower(ctx, b.actor())
+		return err == nil && !ok
+	}, "B's Undo never removed it from A's followers")
+}
+
+func TestFollowUnderAcceptListIsRejectedUntilListed(t *testing.T) {
+	t.Parallel()
+	a := newDomain(t, func(c *Config) { c.FollowAuthPolicy = PolicyAcceptList })
+	b := newDomain(t)
+	a.run(t)
+	b.run(t)
+	ctx := context.Background()
+
+	_, err := b.svc.Follow(ctx, a.actor())
+	require.NoError(t, err)
+	eventually(t, func() bool {
+		return b.relationship(t, store.RelationshipFollowing, a.actor()).Status == store.RelationshipRejected
+	}, "a Follow from an actor not on the accept list was never rejected")
+	ok, err := a.svc.IsFollower(ctx, b.actor())
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	_, err = a.st.AcceptListInsert(ctx, store.AcceptListFollow, b.actor())
+	require.NoError(t, err)
+	_, err = b.svc.Follow(ctx, a.actor())
+	require.NoError(t, err)
+	eventually(t, func() bool {
+		return b.relationship(t, store.RelationshipFollowing, a.actor()).Status == store.RelationshipAccepted
+	}, "a listed actor's Follow was never accepted")
+}
+
+func TestInviteWitnessAccepted(t *testing.T) {
+	t.Parallel()
+	a, w := newDomain(t), newDomain(t)
+	a.run(t)
+	w.run(t)
+	ctx := context.Background()
+	invite := &activity.Activity{
+		Context: activity.Strings{activity.ContextActivityStreams, activity.ContextActivityAnchors},
+		Type:    activity.TypeInvite, To: activity.Strings{w.actor()},
+		Object: activity.IRIObject(activity.AnchorWitnessIRI), Target: activity.IRIObject(w.actor()),
+	}
+	err := a.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+		id, err := a.svc.PostTx(ctx, tx, invite)
+		if err != nil {
+			return err
+		}
+		return tx.RelationshipUpsert(ctx, store.RelationshipUpsertParams{Kind: store.RelationshipWitness, Actor: w.actor(), Status: store.RelationshipPending, ActivityID: id})
+	})
+	require.NoError(t, err)
+	eventually(t, func() bool {
+		return a.relationship(t, store.RelationshipWitness, w.actor()).Status == store.RelationshipAccepted
+	}, "the Invite was never accepted")
+	require.Equal(t, store.RelationshipAccepted, w.relationship(t, store.RelationshipWitnessing, a.actor()).Status)
+}
+
+func TestAcceptOfAFollowWeNeverSentChangesNothing(t *testing.T) {
+	t.Parallel()
+	a, m := newDomain(t), newDomain(t)
+	_, proc := a.run(t)
+	// M claims A asked to follow it.
+	accept := activity.Activity{
+		Context: activity.Strings{activity.ContextActivityStreams}, ID: m.actor() + "/activities/acc", Type: activity.TypeAccept,
+		Actor: m.actor(), To: activity.Strings{a.actor()},
+		Object: &activity.Object{Activity: &activity.Activity{
+			ID: a.actor() + "/activities/never", Type: activity.TypeFollow, Actor: a.actor(), Object: activity.IRIObject(m.actor()),
+		}},
+	}
+	status, body := send(t, m.signedRequest(t, "POST", a.srv.URL+InboxPath(), mustJSON(t, accept)))
+	require.Equal(t, 200, status, body)
+	out := proc.handled.WaitOrTimeout(t, 10*time.Second)
+	require.Equal(t, outcomeParked, out.Outcome, "an unsolicited Accept is parked at once")
+	require.ErrorIs(t, out.Err, ErrForbidden)
+	require.Empty(t, a.relationship(t, store.RelationshipFollowing, m.actor()).Status)
+
+	// An Accept of a Follow by someone else is refused at the door.
+	accept.ID += "2"
+	accept.Object.Activity.Actor = m.actor()
+	status, body = send(t, m.signedRequest(t, "POST", a.srv.URL+InboxPath(), mustJSON(t, accept)))
+	require.Equal(t, 403, status, body)
+	var eb struct{ Code string }
+	require.NoError(t, json.Unmarshal([]byte(body), &eb))
+	require.Equal(t, "forbidden", eb.Code)
+}

@@ -1,0 +1,336 @@
+package federation
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/anchord/anchord/internal/activity"
+	"github.com/anchord/anchord/internal/httpsig"
+	"github.com/anchord/anchord/internal/peer"
+	"github.com/anchord/anchord/internal/pubsub"
+	"github.com/anchord/anchord/internal/store"
+)
+
+// Errors a handler or an Authorize function returns, wrapped, to say how the activity ends.
+var (
+	// ErrForbidden: the (well-signed) actor may not do what the activity asks. At the inbox it
+	// answers 403; in a handler it parks the activity at once.
+	ErrForbidden = errors.New("federation: forbidden")
+)
+
+// Permanent marks a handler error that no retry can fix: the activity is parked at once.
+func Permanent(err error) error { return pubsub.Permanent(err) }
+
+// Source says how an activity reached the inbox.
+type Source string
+
+// Sources of inbox activities.
+const (
+	SourceLive Source = store.InboxSourceLive
+	SourceSync Source = store.InboxSourceSync
+)
+
+// Inbound is an activity of the inbox, as a handler receives it.
+type Inbound struct {
+	// Activity is the parsed, validated activity.
+	Activity *activity.Activity
+	// Body is the activity exactly as received.
+	Body []byte
+	// Actor is the activity's actor. Live, it is the verified signer of the request; from the
+	// sync, the sync checked it is the actor whose outbox it read (or us, for our own Creates
+	// read back from a follower's inbox).
+	Actor string
+	// From is the signer (live) or the actor whose collection the sync read.
+	From   string
+	Source Source
+	// Seq is the inbox row; zero while Authorize runs.
+	Seq int64
+}
+
+// HandlerFunc handles or authorizes an inbox activity.
+type HandlerFunc func(ctx context.Context, in Inbound) error
+
+// Handler is what the service does with one activity type.
+type Handler struct {
+	// Authorize, if set, runs in POST /inbox once the signature and the actor are checked and
+	// before the activity is stored: an error wrapping ErrForbidden answers 403, one wrapping
+	// activity.ErrInvalid 400, any other 503; nothing is stored. It does not run for activities
+	// the sync queues.
+	Authorize HandlerFunc
+	// Handle runs in the inbox processor, at least once per stored activity, so it MUST be
+	// idempotent. An error is retried on the redelivery schedule and then parked; one that is
+	// Permanent or wraps ErrForbidden is parked at once.
+	Handle HandlerFunc
+}
+
+// Service is a domain's ActivityPub service: its actor, outbox, inbox and relationships.
+type Service struct {
+	cfg      Config
+	st       store.Store
+	client   *peer.Client
+	verifier *httpsig.Verifier
+	m        *metrics
+	wake     *waker
+
+	actor  string
+	pub    ed25519.PublicKey
+	pemKey string
+
+	mu       sync.RWMutex
+	handlers map[activity.Type]Handler
+	started  bool
+}
+
+// New returns the service of the domain at cfg.ExternalEndpoint, which signs with cfg.Key and
+// reaches other domains through client. The built-in handlers (Follow, Accept, Reject, Undo,
+// Invite) are registered; others are added with RegisterHandler before the loops run.
+func New(cfg Config, st store.Store, client *peer.Client) (*Service, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("new federation service: %w", err)
+	}
+	if client == nil {
+		return nil, errors.New("new federation service: no peer client")
+	}
+	pub := cfg.Key.Public().(ed25519.PublicKey)
+	pemKey, err := httpsig.EncodePublicKeyPEM(pub)
+	if err != nil {
+		return nil, fmt.Errorf("new federation service: %w", err)
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{
+		cfg: cfg, st: st, client: client, m: m, actor: cfg.ExternalEndpoint + ServicePath, pub: pub, pemKey: pemKey,
+		handlers: map[activity.Type]Handler{}, wake: newWaker(cfg.Broker, cfg.Logger),
+	}
+	s.verifier, err = httpsig.NewVerifier(httpsig.VerifierConfig{
+		ResolveKeyFunc: client.ResolveKey, MaxClockSkew: cfg.MaxClockSkew, MaxBodyBytes: cfg.MaxInboxBytes, NowFunc: cfg.NowFunc,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("new federation service: %w", err)
+	}
+	s.registerBuiltins()
+	return s, nil
+}
+
+// ActorIRI is our actor: <external endpoint>/services/anchord.
+func (s *Service) ActorIRI() string { return s.actor }
+
+// FollowersIRI is our followers collection; in an activity's to, it addresses every accepted
+// follower at the time of posting.
+func (s *Service) FollowersIRI() string { return s.actor + activity.PathFollowers }
+
+// WitnessesIRI is our witnesses collection; in to, it addresses every accepted witness.
+func (s *Service) WitnessesIRI() string { return s.actor + activity.PathWitnesses }
+
+// KeyID is the id of our HTTP-signature key.
+func (s *Service) KeyID() string { return s.actor + activity.PathMainKey }
+
+// Endpoint is the external endpoint, without a trailing slash.
+func (s *Service) Endpoint() string { return s.cfg.ExternalEndpoint }
+
+// PublicKey is the domain's public key.
+func (s *Service) PublicKey() ed25519.PublicKey { return s.pub }
+
+// Client is the signed client towards other domains.
+func (s *Service) Client() *peer.Client { return s.client }
+
+// RegisterHandler sets the handler of an activity type. It must be called before the inbox
+// processor runs; a type has one handler.
+func (s *Service) RegisterHandler(t activity.Type, h Handler) error {
+	if !t.IsActivity() {
+		return fmt.Errorf("register handler: %q is not an activity type", t)
+	}
+	if h.Handle == nil {
+		return fmt.Errorf("register handler for %s: no Handle", t)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return fmt.Errorf("register handler for %s: the inbox processor already runs", t)
+	}
+	if _, dup := s.handlers[t]; dup {
+		return fmt.Errorf("register handler for %s: already registered", t)
+	}
+	s.handlers[t] = h
+	return nil
+}
+
+func (s *Service) handler(t activity.Type) (Handler, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	h, ok := s.handlers[t]
+	return h, ok
+}
+
+// RequireFollowing is an Authorize function for activities only a domain we follow may send
+// (Create, Announce): anyone else gets ErrForbidden.
+func (s *Service) RequireFollowing(ctx context.Context, in Inbound) error {
+	ok, err := s.IsFollowing(ctx, in.Actor)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s is not a domain we follow", ErrForbidden, in.Actor)
+	}
+	return nil
+}
+
+// IsFollowing reports whether we follow actor (accepted).
+func (s *Service) IsFollowing(ctx context.Context, actor string) (bool, error) {
+	return s.hasRelationship(ctx, store.RelationshipFollowing, actor)
+}
+
+// IsFollower reports whether actor follows us (accepted).
+func (s *Service) IsFollower(ctx context.Context, actor string) (bool, error) {
+	return s.hasRelationship(ctx, store.RelationshipFollower, actor)
+}
+
+func (s *Service) hasRelationship(ctx context.Context, kind, actor string) (bool, error) {
+	r, err := s.st.RelationshipGet(ctx, kind, actor)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return r.Status == store.RelationshipAccepted, nil
+}
+
+// Followers lists the actors that follow us (accepted).
+func (s *Service) Followers(ctx context.Context) ([]string, error) {
+	return listActors(ctx, s.st, store.RelationshipFollower)
+}
+
+// Following lists the actors we follow (accepted).
+func (s *Service) Following(ctx context.Context) ([]string, error) {
+	return listActors(ctx, s.st, store.RelationshipFollowing)
+}
+
+// listActors lists the accepted relationships of a kind, page by page.
+func listActors(ctx context.Context, st store.Executor, kind string) ([]string, error) {
+	const page = 500
+	var out []string
+	for offset := int64(0); ; offset += page {
+		rs, err := st.RelationshipList(ctx, store.RelationshipListParams{Kind: kind, Status: store.RelationshipAccepted, Offset: offset, Limit: page})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			out = append(out, r.Actor)
+		}
+		if len(rs) < page {
+			return out, nil
+		}
+	}
+}
+
+// Post stores a in our outbox with one delivery per recipient and returns its id once that has
+// committed. Recipients are a's to: the Public IRI is skipped, FollowersIRI and WitnessesIRI
+// expand to the accepted followers and witnesses of the moment, any other IRI is an actor; our
+// own actor and exclude are dropped. Post fills id (<actor>/activities/<uuid>) and published
+// (now) when absent and refuses an actor other than ours.
+func (s *Service) Post(ctx context.Context, a *activity.Activity, exclude ...string) (string, error) {
+	var id string
+	err := s.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+		var err error
+		id, err = s.PostTx(ctx, tx, a, exclude...)
+		return err
+	})
+	return id, err
+}
+
+// PostTx is Post inside the caller's transaction: the activity and its deliveries commit or roll
+// back with tx, and the deliverers are woken once tx commits.
+func (s *Service) PostTx(ctx context.Context, tx store.Executor, a *activity.Activity, exclude ...string) (string, error) {
+	body, recipients, err := s.prepare(ctx, tx, a, exclude)
+	if err != nil {
+		return "", fmt.Errorf("post %s: %w", a.Type, err)
+	}
+	if _, err := tx.ActivityOutboxInsert(ctx, store.ActivityOutboxInsertParams{
+		ActivityID: a.ID, Type: string(a.Type), Body: body, Public: a.To.Contains(activity.PublicIRI), Recipients: recipients,
+	}); err != nil {
+		return "", fmt.Errorf("post %s: %w", a.Type, err)
+	}
+	id, typ := a.ID, a.Type
+	store.OnCommit(ctx, func() {
+		s.m.outbox.WithLabelValues(string(typ)).Inc()
+		if len(recipients) > 0 {
+			s.wake.outbox(id)
+		}
+	})
+	return a.ID, nil
+}
+
+// prepare completes a, checks it and resolves its recipients.
+func (s *Service) prepare(ctx context.Context, tx store.Executor, a *activity.Activity, exclude []string) ([]byte, []string, error) {
+	switch a.Actor {
+	case "":
+		a.Actor = s.actor
+	case s.actor:
+	default:
+		return nil, nil, fmt.Errorf("actor %q is not ours", a.Actor)
+	}
+	if a.ID == "" {
+		a.ID = s.actor + "/activities/" + uuid.NewString()
+	}
+	if a.Published == nil {
+		now := s.cfg.NowFunc().UTC().Truncate(time.Second)
+		a.Published = &now
+	}
+	if len(a.Context) == 0 {
+		a.Context = activity.Strings{activity.ContextActivityStreams}
+	}
+	if err := a.Validate(); err != nil {
+		return nil, nil, err
+	}
+	body, err := json.Marshal(a)
+	if err != nil {
+		return nil, nil, err
+	}
+	skip := map[string]bool{s.actor: true, activity.PublicIRI: true}
+	for _, x := range exclude {
+		skip[x] = true
+	}
+	var recipients []string
+	add := func(iri string) {
+		if !skip[iri] {
+			skip[iri] = true
+			recipients = append(recipients, iri)
+		}
+	}
+	for _, to := range a.To {
+		var kind string
+		switch to {
+		case s.FollowersIRI():
+			kind = store.RelationshipFollower
+		case s.WitnessesIRI():
+			kind = store.RelationshipWitness
+		default:
+			if !skip[to] {
+				if err := activity.ValidateActorIRI(to); err != nil {
+					return nil, nil, fmt.Errorf("recipient: %w", err)
+				}
+			}
+			add(to)
+			continue
+		}
+		actors, err := listActors(ctx, tx, kind)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, iri := range actors {
+			add(iri)
+		}
+	}
+	return body, recipients, nil
+}

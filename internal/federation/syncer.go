@@ -1,0 +1,298 @@
+package federation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/anchord/anchord/internal/activity"
+	"github.com/anchord/anchord/internal/store"
+)
+
+// SyncTaskID is the task id (and permit) of the activity sync.
+const SyncTaskID = "activity-sync"
+
+// maxSyncPages bounds the pages one source is read in one run, whatever it answers.
+const maxSyncPages = 1000
+
+// Syncer is the activity sync: what push missed, it pulls. Each run reads, from a stored
+// position, the inbox of each follower (for our own Creates, which we may have lost) and the
+// outbox of each domain we follow (for their Creates and Announces), and queues every such
+// activity older than SyncMinActivityAge into our inbox, where the ordinary handlers process it.
+// The inbox's unique activity id makes a repeat a no-op; a poison activity is parked by the
+// processor and never holds its source back. It runs as a task, on one instance at a time.
+type Syncer struct {
+	s *Service
+	// accelerated is set when the last run spent its budget.
+	accelerated atomic.Bool
+}
+
+// SyncResult is what one run did.
+type SyncResult struct {
+	// Queued counts activities queued into the inbox.
+	Queued int
+	// Sources counts collections read; Failed those that could not be.
+	Sources, Failed int
+}
+
+// syncPosition is where the sync stopped in a source collection: the page, the items of it
+// already read, and the items of the collection read so far (for the lag).
+type syncPosition struct {
+	Page  string `json:"page"`
+	Index int    `json:"index"`
+	Read  int    `json:"read"`
+}
+
+// Syncer returns the service's activity sync.
+func (s *Service) Syncer() *Syncer { return &Syncer{s: s} }
+
+// RunTask is one run of the task.
+func (y *Syncer) RunTask(ctx context.Context, _ int64) error {
+	_, err := y.runOnce(ctx)
+	return err
+}
+
+// NextInterval is the task's NextIntervalFunc: SyncAcceleratedInterval after a run that spent
+// its budget (more is waiting), else the task's interval.
+func (y *Syncer) NextInterval() time.Duration {
+	if y.accelerated.Load() {
+		return y.s.cfg.SyncAcceleratedInterval
+	}
+	return 0
+}
+
+// Interval is the task's interval (--sync-interval).
+func (y *Syncer) Interval() time.Duration { return y.s.cfg.SyncInterval }
+
+// runOnce reads followers' inboxes first (recovering what we lost comes first, as in Orb), then
+// followed domains' outboxes, until SyncMaxActivities are queued. A source that fails is logged
+// and skipped; failing to read our own relationships fails the run.
+func (y *Syncer) runOnce(ctx context.Context) (SyncResult, error) {
+	s := y.s
+	var res SyncResult
+	budget := s.cfg.SyncMaxActivities
+	followers, err := s.Followers(ctx)
+	if err != nil {
+		return res, fmt.Errorf("activity sync: %w", err)
+	}
+	following, err := s.Following(ctx)
+	if err != nil {
+		return res, fmt.Errorf("activity sync: %w", err)
+	}
+	type source struct{ actor, box string }
+	var sources []source
+	for _, f := range followers {
+		sources = append(sources, source{f, "inbox"})
+	}
+	for _, f := range following {
+		sources = append(sources, source{f, "outbox"})
+	}
+	for _, src := range sources {
+		if budget <= 0 || ctx.Err() != nil {
+			break
+		}
+		res.Sources++
+		n, err := y.syncSource(ctx, src.actor, src.box, budget)
+		budget -= n
+		res.Queued += n
+		if err != nil {
+			res.Failed++
+			s.cfg.Logger.WarnContext(ctx, "activity sync source failed", "actor", src.actor, "collection", src.box, "error", err)
+		}
+	}
+	y.accelerated.Store(budget <= 0)
+	if res.Queued > 0 {
+		s.cfg.Logger.InfoContext(ctx, "activity sync queued missed activities", "activities", res.Queued, "sources", res.Sources)
+	}
+	return res, ctx.Err()
+}
+
+// syncSource reads one collection from its stored position and queues what passes the filter,
+// at most budget activities. It stops at an activity younger than SyncMinActivityAge: newer
+// ones follow it, and live delivery may still bring them.
+func (y *Syncer) syncSource(ctx context.Context, actor, box string, budget int) (int, error) {
+	s := y.s
+	key := actor + "!" + box
+	pos, err := y.position(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	if pos.Page == "" {
+		if pos.Page, err = y.firstPage(ctx, actor, box); err != nil {
+			return 0, err
+		}
+	}
+	queued := 0
+	youngest := s.cfg.NowFunc().Add(-s.cfg.SyncMinActivityAge)
+	save := func() error { return y.save(ctx, key, pos) }
+	for range maxSyncPages {
+		body, err := s.client.Fetch(ctx, pos.Page, activity.MaxCollectionBytesDefault)
+		if err != nil {
+			return queued, err
+		}
+		page, err := readPage(body)
+		if err != nil {
+			return queued, err
+		}
+		items := page.items()
+		for pos.Index < len(items) {
+			a, err := activity.ParseWithLimits(items[pos.Index], activity.Limits{MaxBytes: int(s.cfg.MaxInboxBytes)})
+			switch {
+			case err != nil:
+				s.cfg.Logger.DebugContext(ctx, "activity sync skips an unreadable item", "page", pos.Page, "index", pos.Index, "error", err)
+			case !y.wanted(a, actor, box):
+			case !publishedBefore(a, youngest):
+				y.lag(key, page.TotalItems-pos.Read)
+				return queued, save()
+			default:
+				inserted, err := y.queue(ctx, a, items[pos.Index], actor)
+				if err != nil {
+					return queued, errors.Join(err, save())
+				}
+				if inserted {
+					queued++
+					s.m.syncQueued.WithLabelValues(box).Inc()
+				}
+			}
+			pos.Index++
+			pos.Read++
+			if queued >= budget {
+				y.lag(key, page.TotalItems-pos.Read)
+				return queued, save()
+			}
+		}
+		next := page.Next
+		if next == "" || next == pos.Page {
+			y.lag(key, page.TotalItems-pos.Read)
+			return queued, save()
+		}
+		if !sameOrigin(next, actor) {
+			return queued, errors.Join(fmt.Errorf("next page %q is not on %s's host", next, actor), save())
+		}
+		pos.Page, pos.Index = next, 0
+		if err := save(); err != nil {
+			return queued, err
+		}
+	}
+	return queued, nil
+}
+
+// wanted is the filter of a source: from a followed domain's outbox, its own Creates and
+// Announces; from a follower's inbox, our own Creates.
+func (y *Syncer) wanted(a *activity.Activity, actor, box string) bool {
+	if box == "inbox" {
+		return a.Type == activity.TypeCreate && a.Actor == y.s.actor
+	}
+	return (a.Type == activity.TypeCreate || a.Type == activity.TypeAnnounce) && a.Actor == actor
+}
+
+func (y *Syncer) queue(ctx context.Context, a *activity.Activity, body []byte, from string) (bool, error) {
+	seq, inserted, err := y.s.st.ActivityInboxInsert(ctx, store.ActivityInboxInsertParams{
+		ActivityID: a.ID, Actor: a.Actor, From: from, Type: string(a.Type), Body: body, Source: store.InboxSourceSync,
+	})
+	if err != nil {
+		return false, err
+	}
+	if inserted {
+		y.s.wake.inbox(strconv.FormatInt(seq, 10))
+	}
+	return inserted, nil
+}
+
+func (y *Syncer) lag(key string, n int) {
+	y.s.m.syncLag.WithLabelValues(key).Set(float64(max(n, 0)))
+}
+
+func (y *Syncer) position(ctx context.Context, key string) (syncPosition, error) {
+	var pos syncPosition
+	raw, err := y.s.st.SyncPositionGet(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return pos, nil
+	}
+	if err != nil {
+		return pos, err
+	}
+	if err := json.Unmarshal([]byte(raw), &pos); err != nil {
+		// A position we cannot read is restarted from the beginning: repeats are no-ops.
+		return syncPosition{}, nil
+	}
+	return pos, nil
+}
+
+func (y *Syncer) save(ctx context.Context, key string, pos syncPosition) error {
+	b, _ := json.Marshal(pos)
+	return y.s.st.SyncPositionSet(context.WithoutCancel(ctx), key, string(b))
+}
+
+// firstPage finds the first page of an actor's inbox or outbox.
+func (y *Syncer) firstPage(ctx context.Context, actor, box string) (string, error) {
+	a, err := y.s.client.Actor(ctx, actor)
+	if err != nil {
+		return "", err
+	}
+	coll := a.Outbox
+	if box == "inbox" {
+		coll = a.Inbox
+	}
+	if coll == "" || !sameOrigin(coll, actor) {
+		return "", fmt.Errorf("actor %s has no %s on its own host", actor, box)
+	}
+	body, err := y.s.client.Fetch(ctx, coll, activity.MaxCollectionBytesDefault)
+	if err != nil {
+		return "", err
+	}
+	c, err := activity.ParseCollection(body)
+	if err != nil {
+		return "", err
+	}
+	if c.First == "" || !sameOrigin(c.First, actor) {
+		return "", fmt.Errorf("%s of %s names no first page on its host", box, actor)
+	}
+	return c.First, nil
+}
+
+// syncPage is a collection page as the sync reads it. Its items are kept as sent, so that they
+// are stored (and hashed) unchanged, and each is parsed on its own: one unreadable item is
+// skipped, never a reason to stop reading the source.
+type syncPage struct {
+	Type         activity.Type     `json:"type"`
+	TotalItems   int               `json:"totalItems"`
+	Next         string            `json:"next"`
+	Items        []json.RawMessage `json:"items"`
+	OrderedItems []json.RawMessage `json:"orderedItems"`
+}
+
+func (p *syncPage) items() []json.RawMessage {
+	if len(p.OrderedItems) > 0 {
+		return p.OrderedItems
+	}
+	return p.Items
+}
+
+func readPage(body []byte) (*syncPage, error) {
+	var p syncPage
+	if err := json.Unmarshal(body, &p); err != nil {
+		return nil, fmt.Errorf("read collection page: %w: %w", activity.ErrInvalid, err)
+	}
+	if p.Type != activity.TypeOrderedCollectionPage && p.Type != activity.TypeCollectionPage {
+		return nil, fmt.Errorf("read collection page: %w: type %q is not a page", activity.ErrInvalid, p.Type)
+	}
+	if p.Next != "" {
+		if err := activity.ValidateIRI(p.Next); err != nil {
+			return nil, fmt.Errorf("read collection page: %w: next: %w", activity.ErrInvalid, err)
+		}
+	}
+	return &p, nil
+}
+
+// sameOrigin reports whether u is on the scheme and host of actor.
+func sameOrigin(u, actor string) bool {
+	a, err1 := url.Parse(u)
+	b, err2 := url.Parse(actor)
+	return err1 == nil && err2 == nil && a.Scheme == b.Scheme && a.Host == b.Host
+}

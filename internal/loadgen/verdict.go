@@ -1,0 +1,27 @@
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Outcomes of a run that make `anchord loadgen` exit non-zero: a run that loaded nothing, or
+// whose operations never became resolvable, measured nothing worth reporting as a success.
+var (
+	ErrNothingAccepted = errors.New("no operation was accepted")
+	ErrNothingResolved = errors.New("no followed operation became resolvable")
+)
+
+// verdict fails a run that accepted nothing, naming what the target answered instead (status
+// and error code, counted), or one in which every followed operation timed out.
+func (s Summary) verdict(cfg Config) error {
+	if s.Sent > 0 && s.Accepted == 0 {
+		return fmt.Errorf("%w: %d sent, answers by status:code: %s", ErrNothingAccepted, s.Sent, formatCounts(s.Errors))
+	}
+	if s.Followed == 0 && s.FollowTimeouts > 0 {
+		return fmt.Errorf("%w: all %d followed operations timed out after --resolve-timeout %s; is the target anchoring (GET /sidetree/v1/anchors)?",
+			ErrNothingResolved, s.FollowTimeouts, cfg.ResolveTimeout.Round(time.Millisecond))
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/config"
+)
+
+func load(t *testing.T, args ...string) (Summary, string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	cfg, err := Load(args, func(string) (string, bool) { return "", false }, &out)
+	require.NoError(t, err)
+	sum, err := Run(context.Background(), cfg, &out)
+	return sum, out.String(), err
+}
+
+func TestUnreachableTargetFailsBeforeLoading(t *testing.T) {
+	t.Parallel()
+	target := "http://" + anchordtest.FreeAddr(t) // nothing listens there
+	_, _, err := load(t, "--target", target, "--duration", "1s")
+	require.ErrorIs(t, err, ErrPreflight)
+	require.ErrorContains(t, err, target+" does not answer")
+}
+
+func TestWrongDIDMethodFailsBeforeLoading(t *testing.T) {
+	t.Parallel()
+	target := startAnchord(t, func(c *config.Config) { c.DIDMethod = "ion" })
+	sum, _, err := load(t, "--target", target, "--duration", "1s")
+	require.ErrorIs(t, err, ErrPreflight)
+	require.ErrorContains(t, err, `serves DID method "ion", this run signs for "sidetree": pass --did-method ion`)
+	require.Zero(t, sum.Sent)
+}
+
+// TestNothingPublishedFails loads a server that accepts but never anchors within the run (a batch
+// writer timeout of an hour): every followed operation times out, and the run fails saying so.
+func TestNothingPublishedFails(t *testing.T) {
+	t.Parallel()
+	target := startAnchord(t, func(c *config.Config) { c.BatchWriterTimeout = time.Hour })
+	sum, _, err := load(t, "--target", target, "--count", "4", "--concurrency", "2", "--sample-every", "1", "--resolve-timeout", "500ms")
+	require.ErrorIs(t, err, ErrNothingResolved)
+	require.ErrorContains(t, err, "all 4 followed operations timed out")
+	require.Equal(t, 4, sum.Accepted)
+}
+
+// TestNothingAcceptedFails loads a target that refuses every operation and names the answers.
+func TestNothingAcceptedFails(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/version" {
+			_, _ = w.Write([]byte(`{"version":"x","protocol":{"didMethod":"sidetree"}}`))
+			return
+		}
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"code":"jws_failed_signature_validation","message":"no"}`))
+	}))
+	t.Cleanup(srv.Close)
+	sum, _, err := load(t, "--target", srv.URL, "--count", "5", "--concurrency", "1")
+	require.ErrorIs(t, err, ErrNothingAccepted)
+	require.ErrorContains(t, err, "5 sent, answers by status:code: 400:jws_failed_signature_validation=5")
+	require.Equal(t, 5, sum.Errors["400:jws_failed_signature_validation"])
+}
+
+// TestMixFallBackIsReported runs a mix of updates without a warm-up: no published DID is free
+// at first, so picks become creates, and the summary says how many.
+func TestMixFallBackIsReported(t *testing.T) {
+	t.Parallel()
+	target := startAnchord(t)
+	sum, out, err := load(t, "--target", target, "--count", "20", "--concurrency", "2", "--mix", "create=1,update=99", "--warmup-dids", "0")
+	require.NoError(t, err)
+	require.Positive(t, sum.FellBack["update"])
+	require.Contains(t, out, "mix fell back:")
+	require.True(t, strings.Contains(out, "update="), out)
+}

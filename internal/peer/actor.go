@@ -1,0 +1,227 @@
+package peer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/anchord/anchord/internal/activity"
+	"github.com/anchord/anchord/internal/httpsig"
+	"github.com/anchord/anchord/internal/store"
+)
+
+// cachedActor is an actor document as fetched at fetchedAt.
+type cachedActor struct {
+	actor     *activity.Actor
+	fetchedAt time.Time
+}
+
+// Actor returns the actor document of iri, cached (see the package doc). The document's id must
+// be iri exactly.
+func (c *Client) Actor(ctx context.Context, iri string) (*activity.Actor, error) {
+	a, err := c.actor(ctx, iri, false)
+	if err != nil {
+		return nil, fmt.Errorf("resolve actor %s: %w", iri, err)
+	}
+	return a, nil
+}
+
+// Forget drops iri from the memory cache, so that the next Actor fetches it (or reads the
+// store's copy).
+func (c *Client) Forget(iri string) { c.cache.Remove(iri) }
+
+func (c *Client) actor(ctx context.Context, iri string, refresh bool) (*activity.Actor, error) {
+	if err := activity.ValidateActorIRI(iri); err != nil {
+		return nil, err
+	}
+	now := c.cfg.NowFunc()
+	var stale *cachedActor
+	if e, ok := c.cache.Get(iri); ok {
+		if !refresh && c.fresh(e, now) {
+			c.m.cache.WithLabelValues("memory").Inc()
+			return e.actor, nil
+		}
+		stale = &e
+	}
+	if stale == nil && !refresh {
+		if e, ok := c.stored(ctx, iri); ok {
+			if c.fresh(e, now) {
+				c.remember(iri, e)
+				c.m.cache.WithLabelValues("store").Inc()
+				return e.actor, nil
+			}
+			stale = &e
+		}
+	}
+	a, doc, err := c.fetchActor(ctx, iri)
+	if err != nil {
+		if stale != nil && !IsNotFound(err) && now.Sub(stale.fetchedAt) < c.cfg.CacheTTL+c.cfg.MaxStale {
+			c.cfg.Logger.WarnContext(ctx, "using a stale actor document", "actor", iri,
+				"fetched_at", stale.fetchedAt, "error", err)
+			c.m.cache.WithLabelValues("stale").Inc()
+			return stale.actor, nil
+		}
+		return nil, err
+	}
+	e := cachedActor{actor: a, fetchedAt: now}
+	c.remember(iri, e)
+	c.m.cache.WithLabelValues("fetched").Inc()
+	row := store.CachedActor{IRI: iri, Inbox: a.Inbox, Outbox: a.Outbox, Document: doc, FetchedAt: now}
+	if a.PublicKey != nil {
+		row.KeyID, row.KeyPEM = a.PublicKey.ID, a.PublicKey.PublicKeyPem
+	}
+	if err := c.st.ActorCacheUpsert(ctx, row); err != nil {
+		// The memory cache has it; the next start fetches it again.
+		c.cfg.Logger.WarnContext(ctx, "store actor document", "actor", iri, "error", err)
+	}
+	return a, nil
+}
+
+func (c *Client) fresh(e cachedActor, now time.Time) bool {
+	return now.Sub(e.fetchedAt) < c.cfg.CacheTTL
+}
+
+// stored reads the store's copy of an actor; a copy that no longer parses is ignored.
+func (c *Client) stored(ctx context.Context, iri string) (cachedActor, bool) {
+	row, err := c.st.ActorCacheGet(ctx, iri)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			c.cfg.Logger.WarnContext(ctx, "read cached actor", "actor", iri, "error", err)
+		}
+		return cachedActor{}, false
+	}
+	a, err := activity.ParseActor(row.Document)
+	if err != nil || a.ID != iri {
+		return cachedActor{}, false
+	}
+	return cachedActor{actor: a, fetchedAt: row.FetchedAt}, true
+}
+
+func (c *Client) fetchActor(ctx context.Context, iri string) (*activity.Actor, []byte, error) {
+	doc, err := c.Fetch(ctx, iri, c.cfg.MaxDocumentBytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := activity.ParseActor(doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if a.ID != iri {
+		return nil, nil, fmt.Errorf("actor document at %s has id %q", iri, a.ID)
+	}
+	return a, doc, nil
+}
+
+// keyDocument is what a key id dereferences to.
+type keyDocument struct {
+	ID           string `json:"id"`
+	Owner        string `json:"owner"`
+	PublicKeyPem string `json:"publicKeyPem"`
+}
+
+// ResolveKey implements httpsig.KeyResolverFunc: the key named by keyID and its owner, whose
+// actor document must name keyID as its key. Answers that settle that the key is not (or no
+// longer) the owner's wrap httpsig.ErrKeyNotFound; failures to find out do not.
+func (c *Client) ResolveKey(ctx context.Context, keyID string) (httpsig.PublicKey, error) {
+	key, err := c.resolveKey(ctx, keyID)
+	if err != nil {
+		return key, fmt.Errorf("resolve key %s: %w", keyID, err)
+	}
+	return key, nil
+}
+
+func (c *Client) resolveKey(ctx context.Context, keyID string) (httpsig.PublicKey, error) {
+	if strings.HasPrefix(keyID, "did:") {
+		return httpsig.PublicKey{}, fmt.Errorf("%w: key ids that are DIDs are not resolved", httpsig.ErrKeyNotFound)
+	}
+	if err := activity.ValidateActorIRI(keyID); err != nil {
+		return httpsig.PublicKey{}, fmt.Errorf("%w: %w", httpsig.ErrKeyNotFound, err)
+	}
+	var doc *keyDocument
+	owner, ok := c.keyOwner(ctx, keyID)
+	if !ok {
+		d, err := c.fetchKey(ctx, keyID)
+		if err != nil {
+			return httpsig.PublicKey{}, err
+		}
+		doc, owner = d, d.Owner
+	}
+	a, err := c.actor(ctx, owner, false)
+	if err == nil && (a.PublicKey == nil || a.PublicKey.ID != keyID) {
+		// The cached document may predate a key rotation.
+		a, err = c.actor(ctx, owner, true)
+	}
+	if err != nil {
+		if IsNotFound(err) {
+			return httpsig.PublicKey{}, fmt.Errorf("%w: owner %s: %w", httpsig.ErrKeyNotFound, owner, err)
+		}
+		return httpsig.PublicKey{}, err
+	}
+	if a.PublicKey == nil || a.PublicKey.ID != keyID {
+		return httpsig.PublicKey{}, fmt.Errorf("%w: actor %s does not name this key", httpsig.ErrKeyNotFound, owner)
+	}
+	pemText := a.PublicKey.PublicKeyPem
+	if pemText == "" || doc != nil {
+		if doc == nil {
+			if doc, err = c.fetchKey(ctx, keyID); err != nil {
+				return httpsig.PublicKey{}, err
+			}
+		}
+		if doc.Owner != owner {
+			return httpsig.PublicKey{}, fmt.Errorf("%w: key document names owner %q, not %q", httpsig.ErrKeyNotFound, doc.Owner, owner)
+		}
+		if pemText != "" && strings.TrimSpace(pemText) != strings.TrimSpace(doc.PublicKeyPem) {
+			return httpsig.PublicKey{}, fmt.Errorf("%w: key document and actor %s disagree on the key", httpsig.ErrKeyNotFound, owner)
+		}
+		pemText = doc.PublicKeyPem
+	}
+	pub, err := httpsig.DecodePublicKeyPEM(pemText)
+	if err != nil {
+		return httpsig.PublicKey{}, fmt.Errorf("%w: %w", httpsig.ErrKeyNotFound, err)
+	}
+	return httpsig.PublicKey{Key: pub, Owner: owner}, nil
+}
+
+// keyOwner finds the owner of a key among cached actors: in memory, then in the store.
+func (c *Client) keyOwner(ctx context.Context, keyID string) (string, bool) {
+	if iri, ok := c.keys.Get(keyID); ok {
+		return iri, true
+	}
+	row, err := c.st.ActorCacheGetByKey(ctx, keyID)
+	if err != nil {
+		return "", false
+	}
+	return row.IRI, true
+}
+
+// remember caches an actor in memory, with its key id.
+func (c *Client) remember(iri string, e cachedActor) {
+	c.cache.Add(iri, e)
+	if e.actor.PublicKey != nil {
+		c.keys.Add(e.actor.PublicKey.ID, iri)
+	}
+}
+
+func (c *Client) fetchKey(ctx context.Context, keyID string) (*keyDocument, error) {
+	body, err := c.Fetch(ctx, keyID, c.cfg.MaxDocumentBytes)
+	if err != nil {
+		if IsNotFound(err) {
+			return nil, fmt.Errorf("%w: %w", httpsig.ErrKeyNotFound, err)
+		}
+		return nil, err
+	}
+	var d keyDocument
+	if err := json.Unmarshal(body, &d); err != nil {
+		return nil, fmt.Errorf("%w: key document: %w", httpsig.ErrKeyNotFound, err)
+	}
+	if d.ID != keyID {
+		return nil, fmt.Errorf("%w: key document at %s has id %q", httpsig.ErrKeyNotFound, keyID, d.ID)
+	}
+	if err := activity.ValidateActorIRI(d.Owner); err != nil {
+		return nil, fmt.Errorf("%w: key owner: %w", httpsig.ErrKeyNotFound, err)
+	}
+	return &d, nil
+}

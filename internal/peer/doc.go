@@ -1,0 +1,29 @@
+// Package peer is how a domain talks to other domains over HTTP: signed GETs and POSTs (HTTP
+// signatures by the domain key, in Orb's form, through httpsig) with byte caps and timeouts, and
+// the resolution of other domains' actor documents and signing keys, cached.
+//
+// It does not decide what to send or when (the federation service does) and it holds no
+// queue: a failed request is reported to the caller, who retries.
+//
+// # Bounds
+//
+// Every request has its own timeout (Config.Timeout) besides the caller's context; every body
+// read is capped (Fetch's maxBytes, Config.MaxDocumentBytes for actor and key documents, a small
+// fixed cap for the answer to a POST) and a longer body fails with ErrTooLarge without being
+// read further. Redirects are not followed: a signature covers one request target, and a peer
+// must not be able to point our signed requests elsewhere.
+//
+// # Actor and key cache
+//
+// Actor documents are cached in memory (an LRU of Config.CacheSize entries) in front of the
+// ap_actors table, and are fresh for Config.CacheTTL from when they were fetched (Orb: 10
+// minutes). A stale document is fetched again; when that fails for a reason other than the peer
+// saying the actor does not exist, the stale document is used for up to Config.MaxStale more,
+// so a peer's brief outage does not stop us from verifying it or delivering to it.
+//
+// A key id resolves as Orb resolves it: the key document {id, owner, publicKeyPem} is fetched,
+// then the owner's actor document, which must name the same key id (and, if it embeds the key,
+// the same key). An owner whose cached document names another key is fetched afresh once, so a
+// rotated key is picked up without waiting for the TTL. Key ids that are DIDs are not resolved
+// (ErrKeyNotFound): anchord's peers name their keys by URL.
+package peer
