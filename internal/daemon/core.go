@@ -47,6 +47,9 @@ type core struct {
 	// behind the admin token.
 	routes      []func(mux httpapi.Router)
 	adminRoutes []func(mux httpapi.Router)
+	// onIndexed are told of every anchor the observer indexes (after the commit). Set during
+	// assembly, read only once the supervisor runs.
+	onIndexed []func()
 	// bodyLimits replace --http-max-body-bytes on the paths that take larger bodies.
 	bodyLimits map[string]int64
 	// apiLn and adminLn are bound before any shape is assembled (listen).

@@ -82,6 +82,9 @@ func (o *Observer) ObserveForeign(ctx context.Context, a ForeignAnchor, fn Forei
 	o.m.operations.Add(float64(res.Operations))
 	o.m.duration.Observe(time.Since(start).Seconds())
 	o.cfg.Logger.DebugContext(ctx, "foreign anchor observed", "seq", res.Seq, "origin", a.Origin, "hashlink", a.Hashlink, "operations", res.Operations)
+	if o.cfg.IndexedFunc != nil {
+		o.cfg.IndexedFunc(res)
+	}
 	o.signal.Signal(res)
 	return res, nil
 }

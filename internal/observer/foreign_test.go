@@ -116,3 +116,29 @@ func TestObserveForeignRollsBackOnError(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Operations)
 }
+
+func TestIndexedFuncHearsOfEveryAnchor(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	b := setup(t, st)
+	ctx := context.Background()
+	var heard []Result
+	o, err := New(Config{Profile: sidetree.DefaultProfile(), IndexedFunc: func(r Result) { heard = append(heard, r) }, Logger: anchordtest.Logger(t)}, st, b.cas.FetchFunc)
+	require.NoError(t, err)
+	_, local, err := b.wallet.Create()
+	require.NoError(t, err)
+	a := b.anchorOps(t, local)
+	_, err = o.CatchUp(ctx)
+	require.NoError(t, err)
+	_, remote, err := b.wallet.Create()
+	require.NoError(t, err)
+	res, err := o.ObserveForeign(ctx, foreign(t, "hl:heard", remote), nil)
+	require.NoError(t, err)
+	require.Len(t, heard, 2)
+	require.Equal(t, a.Seq, heard[0].Seq)
+	require.Equal(t, res, heard[1])
+	// A failed indexing is not heard of.
+	_, err = o.ObserveForeign(ctx, foreign(t, "hl:heard", remote), nil)
+	require.Error(t, err)
+	require.Len(t, heard, 2)
+}

@@ -43,6 +43,9 @@ type Config struct {
 	// ReleaseTxFunc, if set, runs in the transaction that indexes an anchor's operations: the
 	// cluster's DID reservations end there (intake.SharedPending.ReleaseTx).
 	ReleaseTxFunc func(ctx context.Context, tx store.Executor, ops []store.DIDOperation) error
+	// IndexedFunc, if set, is told of every anchor this Observer indexed, after the commit
+	// (the federation's publisher waits for that).
+	IndexedFunc func(Result)
 	// Announcer, if set, is the cluster's pub/sub: Anchored announces each completed anchor on
 	// the anchor topic to every instance's observer, instead of handing it to this one.
 	Announcer  pubsub.Publisher
@@ -284,6 +287,9 @@ func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) 
 	o.m.duration.Observe(time.Since(start).Seconds())
 	if o.cfg.ReleaseFunc != nil {
 		o.cfg.ReleaseFunc(suffixes)
+	}
+	if o.cfg.IndexedFunc != nil {
+		o.cfg.IndexedFunc(res)
 	}
 	o.cfg.Logger.DebugContext(ctx, "anchor observed", "seq", a.Seq, "anchor", a.AnchorString, "operations", len(ops))
 	o.signal.Signal(res)
