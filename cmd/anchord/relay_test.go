@@ -1,0 +1,345 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/federation"
+	"github.com/anchord/anchord/internal/sidetree/wallet"
+	"github.com/anchord/anchord/internal/store"
+	"github.com/anchord/anchord/internal/store/sqlitestore"
+)
+
+// fedTiming makes federation quick enough for tests: batches cut at 300 ms, the activity sync
+// every 2 s for activities older than 2 s, and retries of failed deliveries from 500 ms.
+var fedTiming = []string{
+	"--batch-writer-timeout", "300ms", "--sync-interval", "2s", "--sync-accelerated-interval", "1s",
+	"--sync-min-activity-age", "2s", "--mq-redelivery-initial-interval", "500ms", "--mq-redelivery-max-interval", "3s",
+}
+
+// fedDomain is one anchord domain of a multi-domain test: an embedded process on a loopback
+// port, its data directory, and its actor.
+type fedDomain struct {
+	t     *testing.T
+	name  string
+	addr  string
+	dir   string
+	args  []string
+	actor string
+	api   *apiClient
+
+	mu   sync.Mutex
+	proc *anchordtest.Process
+}
+
+// startDomain starts an embedded domain on a fresh port and data directory.
+func startDomain(t *testing.T, name string, extra ...string) *fedDomain {
+	t.Helper()
+	addr := anchordtest.FreeAddr(t)
+	d := &fedDomain{t: t, name: name, addr: addr, dir: t.TempDir(), actor: "http://" + addr + federation.ServicePath, api: newClient(addr)}
+	d.args = append([]string{"serve", "--host-url", addr, "--data-dir", d.dir, "--external-endpoint", "http://" + addr}, fedTiming...)
+	d.args = append(d.args, extra...)
+	d.start()
+	return d
+}
+
+func (d *fedDomain) start() {
+	d.t.Helper()
+	p := anchordtest.StartProcess(d.t, anchordtest.ProcessConfig{Args: d.args, Addr: d.addr})
+	p.WaitHealthy(60 * time.Second)
+	d.mu.Lock()
+	d.proc = p
+	d.mu.Unlock()
+}
+
+func (d *fedDomain) process() *anchordtest.Process {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.proc
+}
+
+// admin runs `anchord admin …` against the domain's admin listener.
+func (d *fedDomain) admin(args ...string) string {
+	d.t.Helper()
+	cmd := exec.Command(anchordtest.Binary(d.t), append(append([]string{"admin"}, args...), "--target", "http://"+d.process().AdminAddr())...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	require.NoError(d.t, cmd.Run(), "anchord admin %v: %s", args, errOut.String())
+	return out.String()
+}
+
+// follow makes d follow other through the admin CLI and waits for the Accept.
+func (d *fedDomain) follow(other *fedDomain) {
+	d.t.Helper()
+	require.Contains(d.t, d.admin("follow", "add", other.actor), "following "+other.actor)
+	anchordtest.Eventually(d.t, 30*time.Second, 100*time.Millisecond, func() bool {
+		var list struct {
+			Items []federation.RelationshipView `json:"items"`
+		}
+		if err := json.Unmarshal([]byte(d.admin("follow", "list", "--json")), &list); err != nil {
+			return false
+		}
+		return slices.ContainsFunc(list.Items, func(r federation.RelationshipView) bool {
+			return r.Actor == other.actor && r.Status == store.RelationshipAccepted
+		})
+	}, "%s follows %s", d.name, other.name)
+}
+
+// resolution is what a test compares of a DID's resolution result.
+type resolution struct {
+	status    int
+	document  string
+	published bool
+	update    string
+	origin    string
+}
+
+func (d *fedDomain) resolve(did string) resolution {
+	code, body, err := d.api.resolve(did)
+	if err != nil || code != http.StatusOK {
+		return resolution{status: code}
+	}
+	var r struct {
+		Document json.RawMessage `json:"didDocument"`
+		Meta     struct {
+			Method struct {
+				Published        bool   `json:"published"`
+				UpdateCommitment string `json:"updateCommitment"`
+				AnchorOrigin     string `json:"anchorOrigin"`
+			} `json:"method"`
+		} `json:"didDocumentMetadata"`
+	}
+	if json.Unmarshal(body, &r) != nil {
+		return resolution{status: -1}
+	}
+	return resolution{status: code, document: string(r.Document), published: r.Meta.Method.Published,
+		update: r.Meta.Method.UpdateCommitment, origin: r.Meta.Method.AnchorOrigin}
+}
+
+// sameAs reports whether every DID resolves at d as it does at origin, published, with origin
+// named as the anchor origin; it returns how many do not.
+func (d *fedDomain) sameAs(origin *fedDomain, dids []string) int {
+	missing := 0
+	for _, did := range dids {
+		want, got := origin.resolve(did), d.resolve(did)
+		if want.status != http.StatusOK || got != (resolution{status: http.StatusOK, document: want.document, published: true, update: want.update, origin: origin.actor}) {
+			missing++
+		}
+	}
+	return missing
+}
+
+// fedLoad posts creates and updates to one domain, keeping the identities it created.
+type fedLoad struct {
+	t      *testing.T
+	api    *apiClient
+	wallet *wallet.Wallet
+
+	mu      sync.Mutex
+	ids     []*wallet.Identity
+	updated map[string]int // DID → updates accepted
+}
+
+func newFedLoad(t *testing.T, api *apiClient) *fedLoad {
+	return &fedLoad{t: t, api: api, wallet: wallet.New(wallet.Config{}), updated: map[string]int{}}
+}
+
+// creates posts n creates with the given concurrency; each is retried until accepted.
+func (l *fedLoad) creates(n, concurrency int) {
+	l.t.Helper()
+	jobs := make(chan struct{}, n)
+	for range n {
+		jobs <- struct{}{}
+	}
+	close(jobs)
+	var wg sync.WaitGroup
+	for range concurrency {
+		wg.Go(func() {
+			for range jobs {
+				id, req, err := l.wallet.Create(wallet.AddServices(wallet.Service{ID: "home", Type: "LinkedDomains", Endpoint: "https://example.com"}))
+				if err != nil {
+					l.t.Errorf("create: %v", err)
+					return
+				}
+				if !l.post(req) {
+					return
+				}
+				l.mu.Lock()
+				l.ids = append(l.ids, id)
+				l.mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// post submits one request until the server accepts it; false if it refuses it for good.
+func (l *fedLoad) post(req []byte) bool {
+	for range 600 {
+		code, body, err := l.api.post(req)
+		switch {
+		case err == nil && code == http.StatusOK:
+			return true
+		case err == nil && code == http.StatusBadRequest:
+			l.t.Errorf("request refused: %s", body)
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	l.t.Errorf("request not accepted within a minute")
+	return false
+}
+
+// updates posts one update of each of the first n DIDs, once each is anchored at the origin.
+func (l *fedLoad) updates(n int, origin *fedDomain) {
+	l.t.Helper()
+	l.mu.Lock()
+	ids := slices.Clone(l.ids[:min(n, len(l.ids))])
+	l.mu.Unlock()
+	for i, id := range ids {
+		anchordtest.Eventually(l.t, 30*time.Second, 50*time.Millisecond, func() bool {
+			return origin.resolve(id.DID()).published
+		}, "DID %d anchored at the origin", i)
+		req, err := l.wallet.Update(id, wallet.AddServices(wallet.Service{ID: fmt.Sprintf("u%d", l.updated[id.DID()]), Type: "LinkedDomains", Endpoint: "https://example.org"}))
+		require.NoError(l.t, err)
+		if l.post(req) {
+			l.mu.Lock()
+			l.updated[id.DID()]++
+			l.mu.Unlock()
+		}
+	}
+}
+
+func (l *fedLoad) dids() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, len(l.ids))
+	for i, id := range l.ids {
+		out[i] = id.DID()
+	}
+	return out
+}
+
+// waitSame waits until every DID resolves at d as at origin.
+func waitSame(t *testing.T, d, origin *fedDomain, dids []string, timeout time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		differ := d.sameAs(origin, dids)
+		if differ == 0 {
+			return time.Since(start)
+		}
+		if time.Since(start) > timeout {
+			t.Fatalf("after %s, %d of %d DIDs do not resolve at %s as at %s", timeout, differ, len(dids), d.name, origin.name)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// indexRows opens a stopped domain's database and returns, per DID suffix, its index rows.
+func (d *fedDomain) indexRows(suffixes []string) map[string][]store.DIDOperation {
+	d.t.Helper()
+	require.True(d.t, d.process().Exited(), "the domain is stopped")
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, sqlitestore.Config{DataDir: d.dir})
+	require.NoError(d.t, err)
+	defer st.Close()
+	out := map[string][]store.DIDOperation{}
+	for _, s := range suffixes {
+		rows, err := st.DIDOperationList(ctx, s)
+		require.NoError(d.t, err)
+		out[s] = rows
+	}
+	return out
+}
+
+// stop stops the domain gracefully.
+func (d *fedDomain) stop() {
+	d.t.Helper()
+	p := d.process()
+	p.Signal(syscall.SIGTERM)
+	code, err := p.Wait(30 * time.Second)
+	require.NoError(d.t, err)
+	require.Zero(d.t, code)
+}
+
+func suffixOf(did string) string { return did[len("did:sidetree:"):] }
+
+// TestFederationFollowersObserveAnchors is issue 13's must-show on embedded domains: B and C
+// follow A through the admin CLI; the creates and updates posted to A resolve at B and C with
+// the same documents, published, naming A as their origin; B is killed (SIGKILL) while creates
+// continue at A and restarted: delivery retries and the activity sync bring it to the same
+// state, and B's index holds every operation exactly once.
+//
+// The suite runs 300 creates and 30 updates with B down for 10 s; ANCHORD_TEST_FED_FULL=1 runs
+// 3,000 creates and 300 updates with B down for 30 s.
+func TestFederationFollowersObserveAnchors(t *testing.T) {
+	t.Parallel()
+	creates, updates, down := 300, 30, 10*time.Second
+	if os.Getenv("ANCHORD_TEST_FED_FULL") == "1" {
+		creates, updates, down = 3000, 300, 30*time.Second
+	}
+	a := startDomain(t, "A")
+	b := startDomain(t, "B")
+	c := startDomain(t, "C")
+	b.follow(a)
+	c.follow(a)
+
+	load := newFedLoad(t, a.api)
+	load.creates(creates, 8)
+	load.updates(updates, a)
+	took := waitSame(t, b, a, load.dids(), 2*time.Minute)
+	waitSame(t, c, a, load.dids(), time.Minute)
+	t.Logf("%d creates and %d updates at A resolve alike at B and C (B caught up %s after the last update)", creates, updates, took)
+
+	// B is killed while A takes more creates, and comes back after down.
+	b.process().Kill()
+	during := newFedLoad(t, a.api)
+	stop := time.Now().Add(down)
+	for time.Now().Before(stop) {
+		during.creates(20, 4)
+	}
+	during.updates(10, a)
+	b.start()
+	all := append(load.dids(), during.dids()...)
+	took = waitSame(t, b, a, all, 3*time.Minute)
+	waitSame(t, c, a, all, time.Minute)
+	t.Logf("B, down %s while A took %d more creates, caught up %s after its restart", down, len(during.dids()), took)
+
+	// Nothing missing, nothing applied twice: B's index has each operation once.
+	b.stop()
+	updatedCount := map[string]int{}
+	for did, n := range load.updated {
+		updatedCount[suffixOf(did)] += n
+	}
+	for did, n := range during.updated {
+		updatedCount[suffixOf(did)] += n
+	}
+	suffixes := make([]string, len(all))
+	for i, did := range all {
+		suffixes[i] = suffixOf(did)
+	}
+	rows := b.indexRows(suffixes)
+	for _, s := range suffixes {
+		require.Len(t, rows[s], 1+updatedCount[s], "index rows of %s", s)
+		seen := map[string]bool{}
+		for _, r := range rows[s] {
+			require.False(t, seen[string(r.Request)], "operation of %s indexed twice", s)
+			seen[string(r.Request)] = true
+			require.Equal(t, a.actor, r.Origin)
+		}
+	}
+}
