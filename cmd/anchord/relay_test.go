@@ -3,12 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -18,6 +23,8 @@ import (
 
 	"github.com/anchord/anchord/internal/anchordtest"
 	"github.com/anchord/anchord/internal/federation"
+	"github.com/anchord/anchord/internal/peer"
+	"github.com/anchord/anchord/internal/servicetest"
 	"github.com/anchord/anchord/internal/sidetree/wallet"
 	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/store/sqlitestore"
@@ -276,6 +283,17 @@ func (d *fedDomain) stop() {
 	require.Zero(d.t, code)
 }
 
+// logLines returns the lines of the domain's log at level, for the test log.
+func (d *fedDomain) logLines(level string) []string {
+	var out []string
+	for _, l := range strings.Split(d.process().Log(), "\n") {
+		if strings.Contains(l, "level="+level) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 func suffixOf(did string) string { return did[len("did:sidetree:"):] }
 
 // TestFederationFollowersObserveAnchors is issue 13's must-show on embedded domains: B and C
@@ -319,6 +337,12 @@ func TestFederationFollowersObserveAnchors(t *testing.T) {
 	waitSame(t, c, a, all, time.Minute)
 	t.Logf("B, down %s while A took %d more creates, caught up %s after its restart", down, len(during.dids()), took)
 
+	for _, d := range []*fedDomain{a, b, c} {
+		for _, l := range d.logLines("ERROR") {
+			t.Logf("%s: %s", d.name, l)
+		}
+	}
+
 	// Nothing missing, nothing applied twice: B's index has each operation once.
 	b.stop()
 	updatedCount := map[string]int{}
@@ -342,4 +366,163 @@ func TestFederationFollowersObserveAnchors(t *testing.T) {
 			require.Equal(t, a.actor, r.Origin)
 		}
 	}
+}
+
+// writeKeyFile writes a fresh Ed25519 domain key as --key-file takes it and returns both.
+func writeKeyFile(t *testing.T) (string, ed25519.PrivateKey) {
+	t.Helper()
+	_, key, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "domain.pem")
+	require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
+	return path, key
+}
+
+// outboxItems returns the raw activities of the first page of a domain's public outbox.
+func (d *fedDomain) outboxItems() []json.RawMessage {
+	d.t.Helper()
+	resp, err := d.api.http.Get(d.api.base + federation.ServicePath + "/outbox?page=true&page-num=0")
+	require.NoError(d.t, err)
+	defer resp.Body.Close()
+	require.Equal(d.t, http.StatusOK, resp.StatusCode)
+	var page struct {
+		Items []json.RawMessage `json:"orderedItems"`
+	}
+	require.NoError(d.t, json.NewDecoder(resp.Body).Decode(&page))
+	return page.Items
+}
+
+// TestFederationCreateFromADomainNotFollowedIsNotIndexed: A's genuine Create, signed with A's
+// key and posted to the inbox of B, which does not follow A, is refused with 403 and nothing of
+// it is indexed at B, while C, which follows A, resolves A's DIDs.
+func TestFederationCreateFromADomainNotFollowedIsNotIndexed(t *testing.T) {
+	t.Parallel()
+	keyFile, key := writeKeyFile(t)
+	a := startDomain(t, "A", "--key-file", keyFile)
+	b := startDomain(t, "B")
+	c := startDomain(t, "C")
+	c.follow(a)
+	load := newFedLoad(t, a.api)
+	load.creates(5, 2)
+	dids := load.dids()
+	waitSame(t, c, a, dids, time.Minute)
+
+	var create json.RawMessage
+	for _, item := range a.outboxItems() {
+		var head struct {
+			Type string `json:"type"`
+		}
+		require.NoError(t, json.Unmarshal(item, &head))
+		if head.Type == "Create" {
+			create = item
+			break
+		}
+	}
+	require.NotNil(t, create, "A's outbox has its Creates")
+
+	st, err := sqlitestore.Open(context.Background(), sqlitestore.Config{DataDir: t.TempDir()})
+	require.NoError(t, err)
+	defer st.Close()
+	asA, err := peer.New(peer.Config{KeyID: a.actor + "/keys/main-key", PrivateKey: key}, st)
+	require.NoError(t, err)
+	defer asA.Close()
+	err = asA.Post(context.Background(), b.actor+"/inbox", create)
+	var se *peer.StatusError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, http.StatusForbidden, se.Code)
+
+	for _, did := range dids {
+		require.Equal(t, http.StatusNotFound, b.resolve(did).status)
+	}
+	require.Empty(t, b.api.anchors(t), "nothing recorded at B")
+}
+
+// postAs posts activities to a domain's inbox signed with another domain's key, as that domain's
+// deliverer would.
+func postAs(t *testing.T, from *fedDomain, key ed25519.PrivateKey, to *fedDomain, activities ...json.RawMessage) {
+	t.Helper()
+	st, err := sqlitestore.Open(context.Background(), sqlitestore.Config{DataDir: t.TempDir()})
+	require.NoError(t, err)
+	defer st.Close()
+	client, err := peer.New(peer.Config{KeyID: from.actor + "/keys/main-key", PrivateKey: key}, st)
+	require.NoError(t, err)
+	defer client.Close()
+	for _, a := range activities {
+		require.NoError(t, client.Post(context.Background(), to.actor+"/inbox", a))
+	}
+}
+
+// creates returns the Create activities among raw activities.
+func creates(t *testing.T, items []json.RawMessage) []json.RawMessage {
+	t.Helper()
+	var out []json.RawMessage
+	for _, item := range items {
+		var head struct {
+			Type string `json:"type"`
+		}
+		require.NoError(t, json.Unmarshal(item, &head))
+		if head.Type == "Create" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// TestFederationFollowerReadsFilesFromIPFS: A and B share a private IPFS node (--cas-type
+// ipfs). Once A's files are on the node, A is killed; A's Create, delivered to B then, is
+// observed with the files B reads from the node.
+func TestFederationFollowerReadsFilesFromIPFS(t *testing.T) {
+	t.Parallel()
+	node := servicetest.StartIPFS(t)
+	ipfsArgs := []string{"--cas-type", "ipfs", "--ipfs-url", node.URL()}
+	keyFile, key := writeKeyFile(t)
+	a := startDomain(t, "A", append([]string{"--key-file", keyFile}, ipfsArgs...)...)
+	b := startDomain(t, "B", ipfsArgs...)
+	b.follow(a)
+
+	// A first anchor reaches B as usual: B now holds A's key and did:web document.
+	first := newFedLoad(t, a.api)
+	first.creates(3, 1)
+	waitSame(t, b, a, first.dids(), time.Minute)
+
+	// B stops answering, so A's deliveries of the next anchors do not get through.
+	delivered := len(creates(t, a.outboxItems()))
+	b.process().Signal(syscall.SIGSTOP)
+	second := newFedLoad(t, a.api)
+	second.creates(5, 1)
+	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
+		for _, did := range second.dids() {
+			if !a.resolve(did).published {
+				return false
+			}
+		}
+		return a.api.metric(t, "anchord_ipfs_pin_backlog") == 0 && len(creates(t, a.outboxItems())) > delivered
+	}, "A anchored the second creates and put their files on the node")
+	pending := creates(t, a.outboxItems())[delivered:]
+	want := map[string]resolution{}
+	for _, did := range second.dids() {
+		want[did] = a.resolve(did)
+	}
+	a.process().Kill()
+	b.process().Signal(syscall.SIGCONT)
+
+	// A's deliveries may still sit in B's socket and arrive now; posted again within the same
+	// second (Date has one-second resolution) a Create would carry the very signature A's
+	// deliverer sent, which B refuses as a replay. A second later it is a new request, and a
+	// Create B already has is a no-op.
+	time.Sleep(1100 * time.Millisecond)
+	postAs(t, a, key, b, pending...)
+	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
+		for did, w := range want {
+			got := b.resolve(did)
+			if got.status != http.StatusOK || got.document != w.document || !got.published || got.origin != a.actor {
+				return false
+			}
+		}
+		return true
+	}, "B resolves the second DIDs")
+	require.Positive(t, b.api.metricTotal(t, "anchord_cas_mirror_reads_total"), "B read A's files from the node")
+	require.Positive(t, b.api.metricTotal(t, "anchord_relay_fetched_bytes_total"))
 }
