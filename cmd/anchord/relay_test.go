@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -525,4 +528,123 @@ func TestFederationFollowerReadsFilesFromIPFS(t *testing.T) {
 	}, "B resolves the second DIDs")
 	require.Positive(t, b.api.metricTotal(t, "anchord_cas_mirror_reads_total"), "B read A's files from the node")
 	require.Positive(t, b.api.metricTotal(t, "anchord_relay_fetched_bytes_total"))
+}
+
+// failoverProxy is the one address of a clustered domain: it forwards each request to the
+// instances in turn and, when one does not answer, to the next, as a load balancer would.
+type failoverProxy struct {
+	t        *testing.T
+	backends func() []string
+	next     atomic.Int64
+	srv      *http.Server
+}
+
+func startFailoverProxy(t *testing.T, addr string, backends func() []string) *failoverProxy {
+	t.Helper()
+	p := &failoverProxy{t: t, backends: backends}
+	ln, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = p.srv.Serve(ln) }()
+	t.Cleanup(func() { _ = p.srv.Close() })
+	return p
+}
+
+var proxyClient = &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+func (p *failoverProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	backends := p.backends()
+	start := int(p.next.Add(1))
+	for i := range backends {
+		target := backends[(start+i)%len(backends)]
+		req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+target+r.URL.RequestURI(), bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		req.Header = r.Header.Clone()
+		req.Host = r.Host // signatures cover the request target, not the host
+		resp, err := proxyClient.Do(req)
+		if err != nil {
+			continue // that instance is down: the next one answers
+		}
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+		resp.Body.Close()
+		return
+	}
+	http.Error(w, "no instance answers", http.StatusBadGateway)
+}
+
+// TestFederationFollowersOfAClusteredDomain: A is three instances on PostgreSQL and RabbitMQ
+// behind one address; B and C follow it. An instance of A is killed (SIGKILL) while creates
+// flow and its deliveries are under way, then restarted: B and C end with every DID as A
+// resolves it, and B's index holds each operation once.
+func TestFederationFollowersOfAClusteredDomain(t *testing.T) {
+	t.Parallel()
+	proxyAddr := anchordtest.FreeAddr(t)
+	endpoint := "http://" + proxyAddr
+	cluster := newCluster(t, make([][]string, 3), append([]string{"--external-endpoint", endpoint, "--task-manager-check-interval", "1s",
+		"--op-queue-task-monitor-interval", "1s", "--op-queue-task-expiration", "5s"}, fedTiming...)...)
+	startFailoverProxy(t, proxyAddr, func() []string {
+		var out []string
+		for _, n := range cluster.nodes {
+			out = append(out, n.addr)
+		}
+		return out
+	})
+	a := &fedDomain{t: t, name: "A", addr: proxyAddr, actor: endpoint + federation.ServicePath, api: newClient(proxyAddr)}
+	a.proc = cluster.nodes[0].process() // the admin CLI of B and C never talks to A
+	b := startDomain(t, "B")
+	c := startDomain(t, "C")
+	b.follow(a)
+	c.follow(a)
+
+	load := newFedLoad(t, a.api)
+	load.creates(150, 8)
+	load.updates(15, a)
+	waitSame(t, b, a, load.dids(), 2*time.Minute)
+	waitSame(t, c, a, load.dids(), time.Minute)
+
+	// An instance dies while creates flow and their Creates are being delivered.
+	victim := cluster.nodes[1]
+	during := newFedLoad(t, a.api)
+	var wg sync.WaitGroup
+	wg.Go(func() { during.creates(300, 8) })
+	anchordtest.Eventually(t, time.Minute, 20*time.Millisecond, func() bool {
+		return victim.process().Exited() || newClient(victim.addr).metricTotal(t, "anchord_federation_deliveries_total") > 0
+	}, "the victim delivers")
+	victim.process().Kill()
+	wg.Wait()
+	during.updates(15, a)
+	victim.start()
+
+	all := append(load.dids(), during.dids()...)
+	took := waitSame(t, b, a, all, 3*time.Minute)
+	waitSame(t, c, a, all, time.Minute)
+	t.Logf("with an instance of A killed during delivery, B caught up %s after the last update", took)
+
+	b.stop()
+	updated := map[string]int{}
+	for _, l := range []*fedLoad{load, during} {
+		for did, n := range l.updated {
+			updated[suffixOf(did)] += n
+		}
+	}
+	suffixes := make([]string, len(all))
+	for i, did := range all {
+		suffixes[i] = suffixOf(did)
+	}
+	rows := b.indexRows(suffixes)
+	for _, s := range suffixes {
+		require.Len(t, rows[s], 1+updated[s], "index rows of %s", s)
+	}
 }
