@@ -96,7 +96,7 @@ func (n *network) fetch(ctx context.Context, raw string, maxBytes int64) ([]byte
 // domain is one anchord domain of a test: its store, CAS, anchor writer, observer, publisher
 // and receiver, an outbox that records what was posted, and whom it follows.
 type domain struct {
-	t    *testing.T
+	t    testing.TB
 	host string
 	id   Identity
 	net  *network
@@ -124,7 +124,7 @@ type posted struct {
 	exclude []string
 }
 
-func newDomain(t *testing.T, n *network, name string, st store.Store) *domain {
+func newDomain(t testing.TB, n *network, name string, st store.Store) *domain {
 	t.Helper()
 	ctx := context.Background()
 	host := name + ".test"
@@ -302,4 +302,4 @@ func (d *domain) sweep() SweepResult {
 	return res
 }
 
-func sqlite(t *testing.T) store.Store { return storetest.Open(t, storetest.SQLiteOpener(t)) }
+func sqlite(t testing.TB) store.Store { return storetest.Open(t, storetest.SQLiteOpener(t)) }

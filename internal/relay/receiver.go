@@ -116,7 +116,7 @@ func (r *Receiver) HandleCreate(ctx context.Context, in Inbound) error {
 		Object json.RawMessage `json:"object"`
 	}
 	if err := json.Unmarshal(in.Body, &env); err != nil || len(env.Object) == 0 {
-		return invalidf("Create %s carries no object", in.Activity.ID)
+		return invalidf("Create %s carries no object", activityID(in.Activity))
 	}
 	_, err := r.apply(ctx, event{raw: env.Object, sender: in.Actor, create: true, live: in.Live, published: publishedAt(in.Activity)})
 	return err
@@ -140,11 +140,11 @@ func (r *Receiver) HandleAnnounce(ctx context.Context, in Inbound) error {
 		} `json:"object"`
 	}
 	if err := json.Unmarshal(in.Body, &env); err != nil {
-		return invalidf("Announce %s: %v", in.Activity.ID, err)
+		return invalidf("Announce %s: %v", activityID(in.Activity), err)
 	}
 	items := append(env.Object.Items, env.Object.OrderedItems...)
 	if len(items) == 0 {
-		return invalidf("Announce %s announces nothing", in.Activity.ID)
+		return invalidf("Announce %s announces nothing", activityID(in.Activity))
 	}
 	var invalid []error
 	for _, raw := range items {
@@ -157,10 +157,10 @@ func (r *Receiver) HandleAnnounce(ctx context.Context, in Inbound) error {
 		}
 	}
 	if len(invalid) == len(items) {
-		return fmt.Errorf("announce %s: %w", in.Activity.ID, errors.Join(invalid...))
+		return fmt.Errorf("announce %s: %w", activityID(in.Activity), errors.Join(invalid...))
 	}
 	for _, err := range invalid {
-		r.cfg.Logger.WarnContext(ctx, "announced anchor event skipped", "activity", in.Activity.ID, "sender", in.Actor, "error", err)
+		r.cfg.Logger.WarnContext(ctx, "announced anchor event skipped", "activity", activityID(in.Activity), "sender", in.Actor, "error", err)
 	}
 	return nil
 }
@@ -175,6 +175,13 @@ func (r *Receiver) checkFollowing(ctx context.Context, actor string) error {
 		return fmt.Errorf("%w: %s", ErrNotFollowed, actor)
 	}
 	return nil
+}
+
+func activityID(a *activity.Activity) string {
+	if a == nil {
+		return ""
+	}
+	return a.ID
 }
 
 func publishedAt(a *activity.Activity) time.Time {
