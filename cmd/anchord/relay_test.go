@@ -648,3 +648,114 @@ func TestFederationFollowersOfAClusteredDomain(t *testing.T) {
 		require.Len(t, rows[s], 1+updated[s], "index rows of %s", s)
 	}
 }
+
+// runLoadgen runs `anchord loadgen` against a domain and returns its summary lines.
+func runLoadgen(t *testing.T, d *fedDomain, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(anchordtest.Binary(t), append([]string{"loadgen", "--target", "http://" + d.addr}, args...)...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "loadgen: %s", out)
+	var summary []string
+	keep := false
+	for _, l := range strings.Split(string(out), "\n") {
+		keep = keep || strings.HasPrefix(l, "summary:")
+		if keep && l != "" {
+			summary = append(summary, l)
+		}
+	}
+	return strings.Join(summary, "\n")
+}
+
+// anchorRows opens a stopped domain's database and returns its anchors.
+func (d *fedDomain) anchorRows() []store.Anchor {
+	d.t.Helper()
+	require.True(d.t, d.process().Exited(), "the domain is stopped")
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, sqlitestore.Config{DataDir: d.dir})
+	require.NoError(d.t, err)
+	defer st.Close()
+	var out []store.Anchor
+	for after := int64(0); ; {
+		page, err := st.AnchorList(ctx, store.AnchorListParams{AfterSeq: after, Limit: 1000})
+		require.NoError(d.t, err)
+		if len(page) == 0 {
+			return out
+		}
+		out = append(out, page...)
+		after = page[len(page)-1].Seq
+	}
+}
+
+// percentiles formats p50, p95 and the maximum of ds.
+func percentiles(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "no samples"
+	}
+	slices.Sort(ds)
+	at := func(q float64) time.Duration { return ds[min(len(ds)-1, int(q*float64(len(ds))))] }
+	return fmt.Sprintf("p50 %s, p95 %s, max %s (%d anchors)", at(0.50).Round(time.Millisecond), at(0.95).Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond), len(ds))
+}
+
+// waitAnchors waits until d has recorded n anchors and returns how long that took.
+func (d *fedDomain) waitAnchors(n int, timeout time.Duration) time.Duration {
+	d.t.Helper()
+	start := time.Now()
+	anchordtest.Eventually(d.t, timeout, 100*time.Millisecond, func() bool {
+		return len(d.api.anchors(d.t)) >= n
+	}, "%s records %d anchors", d.name, n)
+	return time.Since(start)
+}
+
+// TestFederationFigures measures, on this machine, (1) how long an anchor of A takes to be
+// indexed at its follower B while A takes 1,000 creates/s from anchord loadgen for 30 s — from
+// A's completing the anchor, and from A's posting its Create, to B's indexing it, read from
+// both databases afterwards — and (2) how long B, restarted after missing 10,000 anchored
+// creates, takes to index them all. It is a measurement, not a check: run it with
+// ANCHORD_TEST_FED_FIGURES=1 (without -race).
+func TestFederationFigures(t *testing.T) {
+	if os.Getenv("ANCHORD_TEST_FED_FIGURES") != "1" {
+		t.Skip("set ANCHORD_TEST_FED_FIGURES=1 to measure the federation figures")
+	}
+	a := startDomain(t, "A")
+	b := startDomain(t, "B")
+	b.follow(a)
+	t.Logf("settings of both domains: %v", fedTiming)
+
+	t.Log("(1) loadgen at 1,000 creates/s against A for 30 s:\n" + runLoadgen(t, a, "--rate", "1000", "--duration", "30s", "--concurrency", "64", "--warmup-dids", "0"))
+	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
+		return a.api.metric(t, "anchord_opqueue_length") == 0
+	}, "A anchored everything")
+	b.waitAnchors(len(a.api.anchors(t)), 2*time.Minute)
+	a.stop()
+	b.stop()
+	seen := map[string]store.Anchor{}
+	for _, an := range b.anchorRows() {
+		seen[an.Hashlink] = an
+	}
+	var fromCompleted, fromPublished []time.Duration
+	ops := 0
+	for _, an := range a.anchorRows() {
+		got, ok := seen[an.Hashlink]
+		require.True(t, ok, "A's anchor %d is at B", an.Seq)
+		fromCompleted = append(fromCompleted, got.ObservedAt.Sub(*an.CompletedAt))
+		fromPublished = append(fromPublished, got.ObservedAt.Sub(*an.PublishedAt))
+		ops += an.OpCount
+	}
+	t.Logf("(1) %d operations in %d anchors: A's anchor completed → indexed at B: %s", ops, len(fromCompleted), percentiles(fromCompleted))
+	t.Logf("(1) A's Create posted → indexed at B: %s", percentiles(fromPublished))
+
+	// (2) B misses 10,000 anchored creates and comes back.
+	a.start()
+	before := len(a.api.anchors(t))
+	t.Log("(2) 10,000 creates at A while B is down:\n" + runLoadgen(t, a, "--count", "10000", "--concurrency", "64", "--warmup-dids", "0"))
+	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
+		return a.api.metric(t, "anchord_opqueue_length") == 0
+	}, "A anchored everything")
+	total := len(a.api.anchors(t))
+	start := time.Now()
+	b.start()
+	b.waitAnchors(total, 10*time.Minute)
+	took := time.Since(start)
+	t.Logf("(2) B, restarted after missing %d anchors of 10,000 creates, indexed them all %s after its start (%.0f operations/s)",
+		total-before, took.Round(time.Millisecond), 10000/took.Seconds())
+}
