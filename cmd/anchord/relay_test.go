@@ -340,6 +340,13 @@ func TestFederationFollowersObserveAnchors(t *testing.T) {
 	waitSame(t, c, a, all, time.Minute)
 	t.Logf("B, down %s while A took %d more creates, caught up %s after its restart", down, len(during.dids()), took)
 
+	for _, d := range []*fedDomain{b, c} {
+		outcomes := map[string]float64{}
+		for _, o := range []string{"applied", "duplicate", "waiting", "invalid", "refused"} {
+			outcomes[o] = d.api.metric(t, `anchord_relay_anchors_total{outcome="`+o+`"}`)
+		}
+		t.Logf("%s since its last start: anchor events %v, stale operations %g", d.name, outcomes, d.api.metric(t, "anchord_relay_stale_operations_total"))
+	}
 	for _, d := range []*fedDomain{a, b, c} {
 		for _, l := range d.logLines("ERROR") {
 			t.Logf("%s: %s", d.name, l)
