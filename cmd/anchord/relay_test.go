@@ -594,7 +594,8 @@ func (p *failoverProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // TestFederationFollowersOfAClusteredDomain: A is three instances on PostgreSQL and RabbitMQ
 // behind one address; B and C follow it. An instance of A is killed (SIGKILL) while creates
 // flow and its deliveries are under way, then restarted: B and C end with every DID as A
-// resolves it, and B's index holds each operation once.
+// resolves it, and B's index holds each operation once. ANCHORD_TEST_FED_FULL=1 runs 3,000
+// creates and 300 updates instead of 450 and 30.
 func TestFederationFollowersOfAClusteredDomain(t *testing.T) {
 	t.Parallel()
 	proxyAddr := anchordtest.FreeAddr(t)
@@ -615,9 +616,13 @@ func TestFederationFollowersOfAClusteredDomain(t *testing.T) {
 	b.follow(a)
 	c.follow(a)
 
+	creates, updates := 150, 15
+	if os.Getenv("ANCHORD_TEST_FED_FULL") == "1" {
+		creates, updates = 1500, 150
+	}
 	load := newFedLoad(t, a.api)
-	load.creates(150, 8)
-	load.updates(15, a)
+	load.creates(creates, 8)
+	load.updates(updates, a)
 	waitSame(t, b, a, load.dids(), 2*time.Minute)
 	waitSame(t, c, a, load.dids(), time.Minute)
 
@@ -625,13 +630,13 @@ func TestFederationFollowersOfAClusteredDomain(t *testing.T) {
 	victim := cluster.nodes[1]
 	during := newFedLoad(t, a.api)
 	var wg sync.WaitGroup
-	wg.Go(func() { during.creates(300, 8) })
+	wg.Go(func() { during.creates(2*creates, 8) })
 	anchordtest.Eventually(t, time.Minute, 20*time.Millisecond, func() bool {
 		return victim.process().Exited() || newClient(victim.addr).metricTotal(t, "anchord_federation_deliveries_total") > 0
 	}, "the victim delivers")
 	victim.process().Kill()
 	wg.Wait()
-	during.updates(15, a)
+	during.updates(updates, a)
 	victim.start()
 
 	all := append(load.dids(), during.dids()...)
