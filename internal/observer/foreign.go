@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/anchord/anchord/internal/failpoint"
 	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/store"
 )
@@ -69,6 +70,7 @@ func (o *Observer) ObserveForeign(ctx context.Context, a ForeignAnchor, fn Forei
 			return err
 		}
 		res = Result{Seq: rec.Seq, Operations: len(keep)}
+		failpoint.Hit(failpoint.ObserverBeforeForeignCommit)
 		return nil
 	})
 	if o.cfg.Resolver != nil {

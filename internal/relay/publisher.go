@@ -12,6 +12,7 @@ import (
 
 	"github.com/anchord/anchord/internal/activity"
 	"github.com/anchord/anchord/internal/cas"
+	"github.com/anchord/anchord/internal/failpoint"
 	"github.com/anchord/anchord/internal/loop"
 	"github.com/anchord/anchord/internal/sidetree/batchfile"
 	"github.com/anchord/anchord/internal/store"
@@ -116,6 +117,7 @@ func (p *Publisher) runOnce(ctx context.Context) (PublishResult, error) {
 	if next.Status != store.AnchorCompleted || next.ObservedAt == nil {
 		return PublishResult{Blocked: next.Seq}, nil
 	}
+	failpoint.Hit(failpoint.RelayBeforePublish)
 	start := time.Now()
 	// Built outside the transaction: reading the batch and signing take milliseconds, and on
 	// SQLite a write transaction holds back every other writer.
@@ -138,8 +140,11 @@ func (p *Publisher) runOnce(ctx context.Context) (PublishResult, error) {
 		if err := p.cas.PutAddressedTx(ctx, tx, lsCID, ls); err != nil {
 			return err
 		}
-		res.ActivityID, err = p.post(ctx, tx, act)
-		return err
+		if res.ActivityID, err = p.post(ctx, tx, act); err != nil {
+			return err
+		}
+		failpoint.Hit(failpoint.RelayBeforePublishCommit)
+		return nil
 	})
 	if errors.Is(err, errPublishedElsewhere) || errors.Is(err, store.ErrNotFound) {
 		// Another instance published it (or is publishing it) first; nothing was written here.
