@@ -32,6 +32,7 @@ Usage:
   anchord config [parameters]   print the configuration serve would run with (flags, ANCHORD_*, defaults)
   anchord loadgen [parameters]  load an anchord with generated operations (anchord loadgen --help)
   anchord admin dead-letters list|retry|drop   inspect and retry parked items of a running anchord
+  anchord admin follow|followers|acceptlist    follow other domains, see who follows, edit the accept lists
   anchord devledger [parameters]               a development Sawtooth REST API (a stand-in, not a ledger)
   anchord version               print the version and VCS revision (also: anchord --version)
 `

@@ -8,6 +8,9 @@
 //	anchord admin follow add|remove ACTOR-IRI
 //	anchord admin follow list [--json]
 //	anchord admin followers list [--json]
+//	anchord admin witness add|remove ACTOR-IRI
+//	anchord admin witness list [--json]
+//	anchord admin witnessing list [--json]
 //	anchord admin acceptlist add|remove --type follow|invite-witness ACTOR-IRI
 //	anchord admin acceptlist list [--type T] [--json]
 package admin
@@ -70,6 +73,9 @@ const usage = `Usage:
   anchord admin follow add|remove ACTOR-IRI      follow another domain (returns once the Follow is queued)
   anchord admin follow list [--json]             the domains we follow: pending, accepted or rejected
   anchord admin followers list [--json]          the domains that follow us
+  anchord admin witness add|remove ACTOR-IRI     invite a domain to witness our anchors (or withdraw)
+  anchord admin witness list [--json]            the domains we invited: pending, accepted or rejected
+  anchord admin witnessing list [--json]         the domains whose anchors we witness
   anchord admin acceptlist add|remove --type follow|invite-witness ACTOR-IRI
   anchord admin acceptlist list [--type T] [--json]
 Common parameters: --target URL (ANCHORD_TARGET), --admin-token TOKEN (ANCHORD_ADMIN_TOKEN).
@@ -81,7 +87,7 @@ func Run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 		switch args[0] {
 		case "cas":
 			return runCAS(args[1], args[2:], lookupEnv, stdout, stderr)
-		case "follow", "followers", "acceptlist":
+		case "follow", "followers", "witness", "witnessing", "acceptlist":
 			return runFederation(args[0], args[1], args[2:], lookupEnv, stdout, stderr)
 		}
 	}

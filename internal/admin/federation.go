@@ -22,13 +22,27 @@ type federationOptions struct {
 	Type string
 }
 
-// runFederation executes `anchord admin follow|followers|acceptlist <verb> [ACTOR] [params]`.
+// runFederation executes `anchord admin follow|followers|witness|witnessing|acceptlist <verb>
+// [ACTOR] [params]`.
 func runFederation(noun, verb string, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
 	o := federationOptions{options: options{Target: TargetDefault}}
-	var actors []string
-	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		actors, args = append(actors, args[0]), args[1:]
+	// Actors may come before or after the parameters: take out every argument that is neither
+	// a parameter nor the value of one (--json and --help take none).
+	var actors, rest []string
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if !strings.HasPrefix(arg, "-") {
+			actors = append(actors, arg)
+			continue
+		}
+		rest = append(rest, arg)
+		name := strings.TrimLeft(arg, "-")
+		if !strings.Contains(name, "=") && name != "json" && name != "help" && name != "h" && i+1 < len(args) {
+			rest = append(rest, args[i+1])
+			i++
+		}
 	}
+	args = rest
 	ps := append(o.commonParams(), param.Bool(&o.JSON, "json", "print JSON instead of a table"))
 	if noun == "acceptlist" {
 		ps = append(ps, param.String(&o.Type, "type", "accept list: follow or invite-witness"))
@@ -47,7 +61,7 @@ func runFederation(noun, verb string, args []string, lookupEnv func(string) (str
 	case needsActor && len(actors) != 1:
 		fmt.Fprintf(stderr, "anchord admin: %s %s needs exactly one actor IRI\n", noun, verb)
 		return 2
-	case !needsActor && verb != "list", needsActor && noun == "followers", !needsActor && len(actors) > 0:
+	case !needsActor && verb != "list", needsActor && (noun == "followers" || noun == "witnessing"), !needsActor && len(actors) > 0:
 		fmt.Fprint(stderr, usage)
 		return 2
 	case noun == "acceptlist" && needsActor && o.Type == "":
@@ -57,7 +71,7 @@ func runFederation(noun, verb string, args []string, lookupEnv func(string) (str
 	var err error
 	switch noun + " " + verb {
 	case "follow add":
-		err = c.follow(ctx, actors[0], stdout)
+		err = c.request(ctx, "/admin/v1/following", "following", actors[0], stdout)
 	case "follow remove":
 		_, err = c.do(ctx, http.MethodDelete, "/admin/v1/following?actor="+url.QueryEscape(actors[0]))
 		if err == nil {
@@ -67,6 +81,17 @@ func runFederation(noun, verb string, args []string, lookupEnv func(string) (str
 		err = c.relationships(ctx, "/admin/v1/following", o.JSON, stdout)
 	case "followers list":
 		err = c.relationships(ctx, "/admin/v1/followers", o.JSON, stdout)
+	case "witness add":
+		err = c.request(ctx, "/admin/v1/witnesses", "invited", actors[0], stdout)
+	case "witness remove":
+		_, err = c.do(ctx, http.MethodDelete, "/admin/v1/witnesses?actor="+url.QueryEscape(actors[0]))
+		if err == nil {
+			fmt.Fprintf(stdout, "withdrew the invitation of %s\n", actors[0])
+		}
+	case "witness list":
+		err = c.relationships(ctx, "/admin/v1/witnesses", o.JSON, stdout)
+	case "witnessing list":
+		err = c.relationships(ctx, "/admin/v1/witnessing", o.JSON, stdout)
 	case "acceptlist add":
 		err = c.acceptListChange(ctx, http.MethodPost, o.Type, actors[0], stdout)
 	case "acceptlist remove":
@@ -81,8 +106,9 @@ func runFederation(noun, verb string, args []string, lookupEnv func(string) (str
 	return 0
 }
 
-func (c *client) follow(ctx context.Context, actor string, out io.Writer) error {
-	body, err := c.send(ctx, http.MethodPost, "/admin/v1/following", map[string]string{"actor": actor})
+// request posts a Follow or an Invite through the admin API and prints the relationship.
+func (c *client) request(ctx context.Context, path, what, actor string, out io.Writer) error {
+	body, err := c.send(ctx, http.MethodPost, path, map[string]string{"actor": actor})
 	if err != nil {
 		return err
 	}
@@ -90,7 +116,7 @@ func (c *client) follow(ctx context.Context, actor string, out io.Writer) error 
 	if err := json.Unmarshal(body, &v); err != nil {
 		return fmt.Errorf("decode answer: %w", err)
 	}
-	fmt.Fprintf(out, "following %s: %s (Follow %s)\n", v.Actor, v.Status, v.ActivityID)
+	fmt.Fprintf(out, "%s %s: %s (activity %s)\n", what, v.Actor, v.Status, v.ActivityID)
 	return nil
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/anchord/anchord/internal/store"
 )
 
-// ErrNotFollowing: Unfollow of an actor we do not follow.
+// ErrNotFollowing: Unfollow (or RemoveWitness) of an actor we do not follow (or did not invite).
 var ErrNotFollowing = errors.New("federation: not following that actor")
 
 // RelationshipView is a relationship as the admin API shows it.
@@ -35,57 +35,81 @@ type AcceptListView struct {
 // until the answer. It returns once both are durable. Following an actor that already accepted
 // us posts nothing.
 func (s *Service) Follow(ctx context.Context, target string) (RelationshipView, error) {
+	return s.request(ctx, "follow", store.RelationshipFollowing, target, &activity.Activity{
+		Context: activity.Strings{activity.ContextActivityStreams},
+		Type:    activity.TypeFollow, To: activity.Strings{target}, Object: activity.IRIObject(target),
+	})
+}
+
+// InviteWitness asks target to witness our anchors: an Invite (object AnchorWitness, target the
+// invitee, as Orb sends it) is posted and the witness relationship is pending until the answer.
+func (s *Service) InviteWitness(ctx context.Context, target string) (RelationshipView, error) {
+	return s.request(ctx, "invite", store.RelationshipWitness, target, &activity.Activity{
+		Context: activity.Strings{activity.ContextActivityStreams, activity.ContextActivityAnchors},
+		Type:    activity.TypeInvite, To: activity.Strings{target},
+		Object: activity.IRIObject(activity.AnchorWitnessIRI), Target: activity.IRIObject(target),
+	})
+}
+
+// request posts a Follow or Invite and records the pending relationship in one transaction.
+func (s *Service) request(ctx context.Context, op, kind, target string, req *activity.Activity) (RelationshipView, error) {
 	if err := activity.ValidateActorIRI(target); err != nil {
-		return RelationshipView{}, fmt.Errorf("follow: %w: %w", activity.ErrInvalid, err)
+		return RelationshipView{}, fmt.Errorf("%s: %w: %w", op, activity.ErrInvalid, err)
 	}
 	if target == s.actor {
-		return RelationshipView{}, fmt.Errorf("follow: %w: that is us", activity.ErrInvalid)
+		return RelationshipView{}, fmt.Errorf("%s: %w: that is us", op, activity.ErrInvalid)
 	}
-	r, err := s.st.RelationshipGet(ctx, store.RelationshipFollowing, target)
+	r, err := s.st.RelationshipGet(ctx, kind, target)
 	if err == nil && r.Status == store.RelationshipAccepted {
 		return viewOf(r), nil
 	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return RelationshipView{}, fmt.Errorf("follow %s: %w", target, err)
-	}
-	follow := &activity.Activity{
-		Context: activity.Strings{activity.ContextActivityStreams},
-		Type:    activity.TypeFollow, To: activity.Strings{target}, Object: activity.IRIObject(target),
+		return RelationshipView{}, fmt.Errorf("%s %s: %w", op, target, err)
 	}
 	err = s.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
-		id, err := s.PostTx(ctx, tx, follow)
+		id, err := s.PostTx(ctx, tx, req)
 		if err != nil {
 			return err
 		}
 		return tx.RelationshipUpsert(ctx, store.RelationshipUpsertParams{
-			Kind: store.RelationshipFollowing, Actor: target, Status: store.RelationshipPending, ActivityID: id,
+			Kind: kind, Actor: target, Status: store.RelationshipPending, ActivityID: id,
 		})
 	})
 	if err != nil {
-		return RelationshipView{}, fmt.Errorf("follow %s: %w", target, err)
+		return RelationshipView{}, fmt.Errorf("%s %s: %w", op, target, err)
 	}
-	s.cfg.Logger.InfoContext(ctx, "follow requested", "actor", target, "activity", follow.ID)
-	return RelationshipView{Actor: target, Status: store.RelationshipPending, ActivityID: follow.ID, UpdatedAt: time.Now().UTC()}, nil
+	s.cfg.Logger.InfoContext(ctx, "relationship requested", "kind", kind, "actor", target, "activity", req.ID)
+	return RelationshipView{Actor: target, Status: store.RelationshipPending, ActivityID: req.ID, UpdatedAt: time.Now().UTC()}, nil
 }
 
 // Unfollow stops following target: an Undo of our Follow is posted and the relationship is
 // removed, in one transaction.
 func (s *Service) Unfollow(ctx context.Context, target string) error {
-	r, err := s.st.RelationshipGet(ctx, store.RelationshipFollowing, target)
+	return s.withdraw(ctx, "unfollow", store.RelationshipFollowing, target)
+}
+
+// RemoveWitness withdraws our invitation of target: an Undo of our Invite is posted and the
+// witness relationship removed, in one transaction.
+func (s *Service) RemoveWitness(ctx context.Context, target string) error {
+	return s.withdraw(ctx, "remove witness", store.RelationshipWitness, target)
+}
+
+func (s *Service) withdraw(ctx context.Context, op, kind, target string) error {
+	r, err := s.st.RelationshipGet(ctx, kind, target)
 	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("unfollow %s: %w", target, ErrNotFollowing)
+		return fmt.Errorf("%s %s: %w", op, target, ErrNotFollowing)
 	}
 	if err != nil {
-		return fmt.Errorf("unfollow %s: %w", target, err)
+		return fmt.Errorf("%s %s: %w", op, target, err)
 	}
 	undo := &activity.Activity{
 		Context: activity.Strings{activity.ContextActivityStreams},
 		Type:    activity.TypeUndo, To: activity.Strings{target},
 	}
 	if sent, err := s.st.ActivityOutboxGet(ctx, r.ActivityID); err == nil {
-		var follow activity.Activity
-		if err := json.Unmarshal(sent.Body, &follow); err == nil {
-			undo.Object = &activity.Object{Activity: &follow}
+		var req activity.Activity
+		if err := json.Unmarshal(sent.Body, &req); err == nil {
+			undo.Object = &activity.Object{Activity: &req}
 		}
 	}
 	err = s.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
@@ -94,12 +118,12 @@ func (s *Service) Unfollow(ctx context.Context, target string) error {
 				return err
 			}
 		}
-		return tx.RelationshipDelete(ctx, store.RelationshipFollowing, target)
+		return tx.RelationshipDelete(ctx, kind, target)
 	})
 	if err != nil {
-		return fmt.Errorf("unfollow %s: %w", target, err)
+		return fmt.Errorf("%s %s: %w", op, target, err)
 	}
-	s.cfg.Logger.InfoContext(ctx, "unfollowed", "actor", target)
+	s.cfg.Logger.InfoContext(ctx, "relationship withdrawn", "kind", kind, "actor", target)
 	return nil
 }
 
@@ -138,6 +162,10 @@ func checkListType(t string) error {
 //	POST   /admin/v1/following            {"actor": IRI}: follow (returns once the Follow is durable)
 //	DELETE /admin/v1/following?actor=IRI  unfollow
 //	GET    /admin/v1/followers            who follows us
+//	GET    /admin/v1/witnesses            the domains we invited to witness, every status
+//	POST   /admin/v1/witnesses            {"actor": IRI}: invite to witness
+//	DELETE /admin/v1/witnesses?actor=IRI  withdraw the invitation
+//	GET    /admin/v1/witnessing           the domains whose anchors we witness
 //	GET    /admin/v1/acceptlist[?type=T]  accept lists
 //	POST   /admin/v1/acceptlist           {"type": T, "actor": IRI}
 //	DELETE /admin/v1/acceptlist?type=T&actor=IRI
@@ -147,6 +175,10 @@ func (s *Service) AdminRoutes() func(mux httpapi.Router) {
 		mux.HandleFunc("GET /admin/v1/followers", s.adminList(store.RelationshipFollower))
 		mux.HandleFunc("POST /admin/v1/following", s.adminFollow)
 		mux.HandleFunc("DELETE /admin/v1/following", s.adminUnfollow)
+		mux.HandleFunc("GET /admin/v1/witnesses", s.adminList(store.RelationshipWitness))
+		mux.HandleFunc("GET /admin/v1/witnessing", s.adminList(store.RelationshipWitnessing))
+		mux.HandleFunc("POST /admin/v1/witnesses", s.adminInvite)
+		mux.HandleFunc("DELETE /admin/v1/witnesses", s.adminRemoveWitness)
 		mux.HandleFunc("GET /admin/v1/acceptlist", s.adminAcceptList)
 		mux.HandleFunc("POST /admin/v1/acceptlist", s.adminAcceptListAdd)
 		mux.HandleFunc("DELETE /admin/v1/acceptlist", s.adminAcceptListRemove)
@@ -195,6 +227,31 @@ func (s *Service) adminFollow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, "application/json", v)
+}
+
+func (s *Service) adminInvite(w http.ResponseWriter, r *http.Request) {
+	b, err := readAdminBody(r)
+	if err != nil {
+		s.adminError(w, r, err)
+		return
+	}
+	s.audit(r, "invite witness", b.Actor)
+	v, err := s.InviteWitness(r.Context(), b.Actor)
+	if err != nil {
+		s.adminError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, "application/json", v)
+}
+
+func (s *Service) adminRemoveWitness(w http.ResponseWriter, r *http.Request) {
+	actor := r.URL.Query().Get("actor")
+	s.audit(r, "remove witness", actor)
+	if err := s.RemoveWitness(r.Context(), actor); err != nil {
+		s.adminError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, "application/json", map[string]string{"removed": actor})
 }
 
 func (s *Service) adminUnfollow(w http.ResponseWriter, r *http.Request) {

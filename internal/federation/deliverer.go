@@ -27,6 +27,8 @@ const (
 // attempt). Every instance runs one; claims keep them from sending the same delivery at once.
 type Deliverer struct {
 	s *Service
+	// gaugesAt is when the state gauges were last read; owned by Run's goroutine.
+	gaugesAt time.Time
 	// delivered is signalled with each delivery's outcome; tests only.
 	delivered testsignal.Signal[DeliveryOutcome]
 }
@@ -174,7 +176,14 @@ func (d *Deliverer) post(ctx context.Context, dl store.ActivityDelivery) error {
 	return d.s.client.Post(ctx, a.Inbox, dl.Body)
 }
 
+// gaugeInterval spaces the counts behind the state gauges: they scan the inbox for parked rows.
+const gaugeInterval = 15 * time.Second
+
 func (d *Deliverer) refreshGauges(ctx context.Context) {
+	if time.Since(d.gaugesAt) < gaugeInterval {
+		return
+	}
+	d.gaugesAt = time.Now()
 	c, err := d.s.st.ActivityCounts(ctx)
 	if err != nil {
 		return

@@ -44,7 +44,7 @@ func fastRetries(attempts int) domainOption {
 	}
 }
 
-func newDomain(t *testing.T, opts ...domainOption) *testDomain {
+func newDomain(t testing.TB, opts ...domainOption) *testDomain {
 	t.Helper()
 	_, key, err := ed25519.GenerateKey(nil)
 	require.NoError(t, err)

@@ -96,9 +96,25 @@ func (s *Service) answer(ctx context.Context, in Inbound, kind, list, policy str
 
 // authorizeAnswer checks at the inbox what can be checked without our outbox: the Accept or
 // Reject embeds a Follow or Invite of ours.
-func (s *Service) authorizeAnswer(_ context.Context, in Inbound) error {
+func (s *Service) authorizeAnswer(ctx context.Context, in Inbound) error {
+	if h, ok := s.delegatedAnswer(in.Activity); ok {
+		if h.Authorize == nil {
+			return nil
+		}
+		return h.Authorize(ctx, in)
+	}
 	_, err := s.answered(in.Activity)
 	return err
+}
+
+// delegatedAnswer returns the registered handler of an Accept or Reject of one of our
+// activities that is neither a Follow nor an Invite.
+func (s *Service) delegatedAnswer(a *activity.Activity) (Handler, bool) {
+	req := a.Object.Activity
+	if req == nil || req.Type == activity.TypeFollow || req.Type == activity.TypeInvite || req.Actor != s.actor {
+		return Handler{}, false
+	}
+	return s.answerHandler(req.Type)
 }
 
 // answered returns the Follow or Invite an Accept or Reject answers.
@@ -107,12 +123,12 @@ func (s *Service) answered(a *activity.Activity) (*activity.Activity, error) {
 	if req == nil {
 		return nil, invalid("%s must embed the activity it answers", a.Type)
 	}
-	if req.Type != activity.TypeFollow && req.Type != activity.TypeInvite {
-		// An Accept of an Offer belongs to witnessing, which has its own handler.
-		return nil, invalid("%s of a %s is not handled here", a.Type, req.Type)
-	}
 	if req.Actor != s.actor {
 		return nil, fmt.Errorf("%w: %s answers a %s by %q, not by us", ErrForbidden, a.Type, req.Type, req.Actor)
+	}
+	if req.Type != activity.TypeFollow && req.Type != activity.TypeInvite {
+		// No answer handler is registered for this type (see RegisterAnswerHandler).
+		return nil, invalid("%s of a %s is not handled", a.Type, req.Type)
 	}
 	return req, nil
 }
@@ -122,6 +138,9 @@ func (s *Service) answered(a *activity.Activity) (*activity.Activity, error) {
 // addressed to the peer that answers: an Accept nobody asked for changes nothing.
 func (s *Service) handleAnswer(ctx context.Context, in Inbound) error {
 	a := in.Activity
+	if h, ok := s.delegatedAnswer(a); ok {
+		return h.Handle(ctx, in)
+	}
 	req, err := s.answered(a)
 	if err != nil {
 		return err

@@ -88,23 +88,28 @@ func TestInviteWitnessAccepted(t *testing.T) {
 	a.run(t)
 	w.run(t)
 	ctx := context.Background()
-	invite := &activity.Activity{
-		Context: activity.Strings{activity.ContextActivityStreams, activity.ContextActivityAnchors},
-		Type:    activity.TypeInvite, To: activity.Strings{w.actor()},
-		Object: activity.IRIObject(activity.AnchorWitnessIRI), Target: activity.IRIObject(w.actor()),
-	}
-	err := a.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
-		id, err := a.svc.PostTx(ctx, tx, invite)
-		if err != nil {
-			return err
-		}
-		return tx.RelationshipUpsert(ctx, store.RelationshipUpsertParams{Kind: store.RelationshipWitness, Actor: w.actor(), Status: store.RelationshipPending, ActivityID: id})
-	})
+	v, err := a.svc.InviteWitness(ctx, w.actor())
 	require.NoError(t, err)
+	require.Equal(t, store.RelationshipPending, v.Status)
 	eventually(t, func() bool {
 		return a.relationship(t, store.RelationshipWitness, w.actor()).Status == store.RelationshipAccepted
 	}, "the Invite was never accepted")
 	require.Equal(t, store.RelationshipAccepted, w.relationship(t, store.RelationshipWitnessing, a.actor()).Status)
+	witnesses, err := a.svc.Witnesses(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{w.actor()}, witnesses)
+	witnessing, err := w.svc.Witnessing(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{a.actor()}, witnessing)
+	ok, err := w.svc.IsWitnessing(ctx, a.actor())
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	require.NoError(t, a.svc.RemoveWitness(ctx, w.actor()))
+	eventually(t, func() bool {
+		ok, err := w.svc.IsWitnessing(ctx, a.actor())
+		return err == nil && !ok
+	}, "the withdrawn invitation never ended W's witnessing")
 }
 
 func TestAcceptOfAFollowWeNeverSentChangesNothing(t *testing.T) {

@@ -85,7 +85,10 @@ type Service struct {
 
 	mu       sync.RWMutex
 	handlers map[activity.Type]Handler
-	started  bool
+	// answers handle Accepts and Rejects of our activities other than Follow and Invite, by the
+	// type of the activity answered (an Offer's Accept carries a witness's proof).
+	answers map[activity.Type]Handler
+	started bool
 }
 
 // New returns the service of the domain at cfg.ExternalEndpoint, which signs with cfg.Key and
@@ -110,7 +113,7 @@ func New(cfg Config, st store.Store, client *peer.Client) (*Service, error) {
 	}
 	s := &Service{
 		cfg: cfg, st: st, client: client, m: m, actor: cfg.ExternalEndpoint + ServicePath, pub: pub, pemKey: pemKey,
-		handlers: map[activity.Type]Handler{}, wake: newWaker(cfg.Broker, cfg.Logger),
+		handlers: map[activity.Type]Handler{}, answers: map[activity.Type]Handler{}, wake: newWaker(cfg.Broker, cfg.Logger),
 	}
 	s.verifier, err = httpsig.NewVerifier(httpsig.VerifierConfig{
 		ResolveKeyFunc: client.ResolveKey, MaxClockSkew: cfg.MaxClockSkew, MaxBodyBytes: cfg.MaxInboxBytes, NowFunc: cfg.NowFunc,
@@ -165,6 +168,37 @@ func (s *Service) RegisterHandler(t activity.Type, h Handler) error {
 	return nil
 }
 
+// RegisterAnswerHandler sets the handler of Accepts and Rejects that answer one of our
+// activities of type t, other than Follow and Invite (whose answers the service keeps itself):
+// e.g. the Accept of an Offer, which carries a witness's proof. The service checks first that
+// the answered activity is ours (its actor is us); the handler checks the rest (that it is in
+// our outbox, that it was addressed to the answering actor). Like RegisterHandler, before Run.
+func (s *Service) RegisterAnswerHandler(t activity.Type, h Handler) error {
+	if !t.IsActivity() || t == activity.TypeFollow || t == activity.TypeInvite {
+		return fmt.Errorf("register answer handler: %q is not an activity type answered outside the service", t)
+	}
+	if h.Handle == nil {
+		return fmt.Errorf("register answer handler for %s: no Handle", t)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return fmt.Errorf("register answer handler for %s: the inbox processor already runs", t)
+	}
+	if _, dup := s.answers[t]; dup {
+		return fmt.Errorf("register answer handler for %s: already registered", t)
+	}
+	s.answers[t] = h
+	return nil
+}
+
+func (s *Service) answerHandler(t activity.Type) (Handler, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	h, ok := s.answers[t]
+	return h, ok
+}
+
 func (s *Service) handler(t activity.Type) (Handler, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -214,6 +248,21 @@ func (s *Service) Followers(ctx context.Context) ([]string, error) {
 // Following lists the actors we follow (accepted).
 func (s *Service) Following(ctx context.Context) ([]string, error) {
 	return listActors(ctx, s.st, store.RelationshipFollowing)
+}
+
+// Witnesses lists the actors that witness our anchors: they accepted our Invite.
+func (s *Service) Witnesses(ctx context.Context) ([]string, error) {
+	return listActors(ctx, s.st, store.RelationshipWitness)
+}
+
+// Witnessing lists the actors whose anchors we witness: we accepted their Invite.
+func (s *Service) Witnessing(ctx context.Context) ([]string, error) {
+	return listActors(ctx, s.st, store.RelationshipWitnessing)
+}
+
+// IsWitnessing reports whether we accepted actor's Invite to witness its anchors.
+func (s *Service) IsWitnessing(ctx context.Context, actor string) (bool, error) {
+	return s.hasRelationship(ctx, store.RelationshipWitnessing, actor)
 }
 
 // listActors lists the accepted relationships of a kind, page by page.

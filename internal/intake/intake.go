@@ -54,8 +54,8 @@ type Config struct {
 // process), *SharedPending in the database (a cluster, where any instance may take a request).
 type Reservations interface {
 	// Hold reserves suffix for operation opID, checked against history version; false while
-	// another operation holds it.
-	Hold(ctx context.Context, suffix string, version uint64, opID string) (bool, error)
+	// another operation holds it. create says the operation is a create.
+	Hold(ctx context.Context, suffix string, create bool, version uint64, opID string) (bool, error)
 	// Drop ends opID's reservation of suffix (the operation was not accepted after all).
 	Drop(ctx context.Context, suffix, opID string)
 }
@@ -106,7 +106,7 @@ func (s *Service) Submit(ctx context.Context, body []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: read DID state: %w", ErrRetryLater, err)
 	}
 	opID := opqueue.OpIDOf(op.Request)
-	held, err := s.pending.Hold(ctx, op.Suffix, version, opID)
+	held, err := s.pending.Hold(ctx, op.Suffix, op.Type == sidetree.OperationCreate, version, opID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: reserve DID: %w", ErrRetryLater, err)
 	}
@@ -139,7 +139,7 @@ func (s *Service) Reserve(ctx context.Context, suffix, opID string) bool {
 	if err != nil {
 		return false
 	}
-	held, err := s.pending.Hold(ctx, suffix, version, opID)
+	held, err := s.pending.Hold(ctx, suffix, false, version, opID)
 	return err == nil && held
 }
 

@@ -74,7 +74,7 @@ func (p *Pending) Release(suffixes []string) {
 }
 
 // Hold implements Reservations: a reservation in this process's memory.
-func (p *Pending) Hold(_ context.Context, suffix string, version uint64, _ string) (bool, error) {
+func (p *Pending) Hold(_ context.Context, suffix string, _ bool, version uint64, _ string) (bool, error) {
 	return p.Reserve(suffix, version), nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/anchord/anchord/internal/opqueue"
+	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/store"
 )
 
@@ -35,7 +36,16 @@ func NewSharedPending(st store.Store, ttl time.Duration, logger *slog.Logger) *S
 
 // Hold implements Reservations. The history version plays no part: the observer ends the
 // reservation when it indexes the operation.
-func (p *SharedPending) Hold(ctx context.Context, suffix string, _ uint64, opID string) (bool, error) {
+//
+// A create reserves nothing, which spares the database a write on the path of most requests: a
+// DID's suffix is the hash of its create's suffix data, which commits to the delta's hash, so two
+// pending creates of one DID are the same request — the same operation id, which the queue and
+// anchored_ops keep from being anchored twice — and no other operation of the DID can be accepted
+// before its create is indexed.
+func (p *SharedPending) Hold(ctx context.Context, suffix string, create bool, _ uint64, opID string) (bool, error) {
+	if create {
+		return true, nil
+	}
 	return p.st.DIDPendingReserve(ctx, store.DIDPendingParams{Suffix: suffix, OpID: opID, TTL: p.ttl})
 }
 
@@ -47,11 +57,13 @@ func (p *SharedPending) Drop(ctx context.Context, suffix, opID string) {
 }
 
 // ReleaseTx ends, inside the observer's index transaction tx, the reservations of the
-// operations being indexed.
+// operations being indexed (creates hold none).
 func (p *SharedPending) ReleaseTx(ctx context.Context, tx store.Executor, ops []store.DIDOperation) error {
-	keys := make([]store.DIDPendingKey, len(ops))
-	for i, op := range ops {
-		keys[i] = store.DIDPendingKey{Suffix: op.Suffix, OpID: opqueue.OpIDOf(op.Request)}
+	keys := make([]store.DIDPendingKey, 0, len(ops))
+	for _, op := range ops {
+		if op.Type != string(sidetree.OperationCreate) {
+			keys = append(keys, store.DIDPendingKey{Suffix: op.Suffix, OpID: opqueue.OpIDOf(op.Request)})
+		}
 	}
 	if err := tx.DIDPendingRelease(ctx, keys); err != nil {
 		return fmt.Errorf("release reservations of indexed operations: %w", err)

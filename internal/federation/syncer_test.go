@@ -1,0 +1,148 @@
+package federation
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/activity"
+	"github.com/anchord/anchord/internal/store"
+)
+
+func postCreates(t *testing.T, d *testDomain, n int, at time.Time, tag string) []string {
+	t.Helper()
+	d.svc.cfg.NowFunc = func() time.Time { return at }
+	var ids []string
+	for i := range n {
+		id, err := d.svc.Post(context.Background(), &activity.Activity{Type: activity.TypeCreate, To: activity.Strings{activity.PublicIRI},
+			Object: activity.IRIObject(fmt.Sprintf("https://x.example/%s/%d", tag, i))})
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func inboxRows(t *testing.T, d *testDomain) []store.InboxActivity {
+	t.Helper()
+	rows, err := d.st.ActivityInboxList(context.Background(), store.ActivityPageParams{Limit: 1000})
+	require.NoError(t, err)
+	return rows
+}
+
+func TestSyncPullsAFollowedDomainsOutboxFromItsPosition(t *testing.T) {
+	t.Parallel()
+	a, b := newDomain(t), newDomain(t)
+	ctx := context.Background()
+	a.svc.cfg.PageSize = 2
+	require.NoError(t, b.st.RelationshipUpsert(ctx, store.RelationshipUpsertParams{Kind: store.RelationshipFollowing, Actor: a.actor(), Status: store.RelationshipAccepted}))
+	now := time.Now()
+	old := postCreates(t, a, 5, now.Add(-2*time.Hour), "old")
+	_, err := a.svc.Post(ctx, &activity.Activity{Type: activity.TypeFollow, To: activity.Strings{b.actor()}, Object: activity.IRIObject(b.actor())})
+	require.NoError(t, err)
+	young := postCreates(t, a, 2, now, "young")
+
+	b.svc.cfg.SyncMinActivityAge = time.Hour
+	b.svc.cfg.NowFunc = func() time.Time { return now }
+	y := b.svc.Syncer()
+	res, err := y.runOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, SyncResult{Queued: 5, Sources: 1}, res, "activities younger than the minimum age are left to live delivery")
+	rows := inboxRows(t, b)
+	require.Len(t, rows, 5)
+	for i, r := range rows {
+		require.Equal(t, old[i], r.ActivityID, "queued in the order published")
+		require.Equal(t, store.InboxSourceSync, r.Source)
+		require.Equal(t, a.actor(), r.Actor)
+		require.Equal(t, a.actor(), r.From)
+		sent, err := a.st.ActivityOutboxGet(ctx, r.ActivityID)
+		require.NoError(t, err)
+		require.Equal(t, sent.Body, r.Body, "stored as the peer served it")
+	}
+	require.Zero(t, y.NextInterval())
+
+	res, err = y.runOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, res.Queued, "the position was kept")
+
+	b.svc.cfg.NowFunc = func() time.Time { return now.Add(2 * time.Hour) }
+	res, err = y.runOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Queued)
+	rows = inboxRows(t, b)
+	require.Equal(t, young, []string{rows[5].ActivityID, rows[6].ActivityID})
+
+	// A live copy that arrived first makes the synced one a no-op, and the reverse.
+	more := postCreates(t, a, 1, now, "more")
+	_, ok, err := b.st.ActivityInboxInsert(ctx, store.ActivityInboxInsertParams{ActivityID: more[0], Actor: a.actor(), From: a.actor(),
+		Type: "Create", Body: []byte("{}"), Source: store.InboxSourceLive})
+	require.NoError(t, err)
+	require.True(t, ok)
+	res, err = y.runOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, res.Queued)
+}
+
+func TestSyncBudgetAcceleratesTheNextRun(t *testing.T) {
+	t.Parallel()
+	a, b := newDomain(t), newDomain(t)
+	ctx := context.Background()
+	require.NoError(t, b.st.RelationshipUpsert(ctx, store.RelationshipUpsertParams{Kind: store.RelationshipFollowing, Actor: a.actor(), Status: store.RelationshipAccepted}))
+	postCreates(t, a, 5, time.Now().Add(-time.Hour), "x")
+	b.svc.cfg.SyncMaxActivities = 3
+	y := b.svc.Syncer()
+	res, err := y.runOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 3, res.Queued)
+	require.Equal(t, SyncAcceleratedIntervalDefault, y.NextInterval())
+	res, err = y.runOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Queued)
+	require.Zero(t, y.NextInterval())
+}
+
+// TestSyncReadsOurOwnCreatesBackFromAFollowersInbox: a follower's inbox gives back the Creates
+// we posted (what a domain restored from an old backup lost), and nothing else.
+func TestSyncReadsOurOwnCreatesBackFromAFollowersInbox(t *testing.T) {
+	t.Parallel()
+	a, b, c := newDomain(t), newDomain(t), newDomain(t)
+	ctx := context.Background()
+	require.NoError(t, a.st.RelationshipUpsert(ctx, store.RelationshipUpsertParams{Kind: store.RelationshipFollower, Actor: b.actor(), Status: store.RelationshipAccepted}))
+	// B lets A read its inbox: A follows B too.
+	require.NoError(t, b.st.RelationshipUpsert(ctx, store.RelationshipUpsertParams{Kind: store.RelationshipFollower, Actor: a.actor(), Status: store.RelationshipAccepted}))
+	ours := postCreates(t, a, 2, time.Now().Add(-time.Hour), "ours")
+	theirs := postCreates(t, c, 1, time.Now().Add(-time.Hour), "theirs")
+	for _, x := range []struct {
+		d  *testDomain
+		id string
+	}{{a, ours[0]}, {c, theirs[0]}, {a, ours[1]}} {
+		sent, err := x.d.st.ActivityOutboxGet(ctx, x.id)
+		require.NoError(t, err)
+		_, _, err = b.st.ActivityInboxInsert(ctx, store.ActivityInboxInsertParams{ActivityID: x.id, Actor: x.d.actor(), From: x.d.actor(),
+			Type: "Create", Body: sent.Body, Source: store.InboxSourceLive})
+		require.NoError(t, err)
+	}
+	res, err := a.svc.Syncer().runOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Queued)
+	rows := inboxRows(t, a)
+	require.Equal(t, ours, []string{rows[0].ActivityID, rows[1].ActivityID})
+	require.Equal(t, b.actor(), rows[0].From)
+	require.Equal(t, a.actor(), rows[0].Actor)
+}
+
+func TestSyncSkipsAFailingSourceAndGoesOn(t *testing.T) {
+	t.Parallel()
+	a, b, gone := newDomain(t), newDomain(t), newDomain(t)
+	ctx := context.Background()
+	gone.srv.Close()
+	for _, f := range []string{gone.actor(), a.actor()} {
+		require.NoError(t, b.st.RelationshipUpsert(ctx, store.RelationshipUpsertParams{Kind: store.RelationshipFollowing, Actor: f, Status: store.RelationshipAccepted}))
+	}
+	postCreates(t, a, 1, time.Now().Add(-time.Hour), "x")
+	res, err := b.svc.Syncer().runOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, SyncResult{Queued: 1, Sources: 2, Failed: 1}, res)
+}
