@@ -41,9 +41,9 @@ var fedTiming = []string{
 	"--sync-min-activity-age", "2s", "--mq-redelivery-initial-interval", "500ms", "--mq-redelivery-max-interval", "3s",
 }
 
-// fedDomain is one anchord domain of a multi-domain test: an embedded process on a loopback
+// relayDomain is one anchord domain of a multi-domain test: an embedded process on a loopback
 // port, its data directory, and its actor.
-type fedDomain struct {
+type relayDomain struct {
 	t     *testing.T
 	name  string
 	addr  string
@@ -58,23 +58,23 @@ type fedDomain struct {
 }
 
 // startDomain starts an embedded domain on a fresh port and data directory.
-func startDomain(t *testing.T, name string, extra ...string) *fedDomain {
+func startDomain(t *testing.T, name string, extra ...string) *relayDomain {
 	t.Helper()
 	return startDomainEnv(t, name, nil, extra...)
 }
 
 // startDomainEnv is startDomain with environment variables for the process.
-func startDomainEnv(t *testing.T, name string, env []string, extra ...string) *fedDomain {
+func startDomainEnv(t *testing.T, name string, env []string, extra ...string) *relayDomain {
 	t.Helper()
 	addr := anchordtest.FreeAddr(t)
-	d := &fedDomain{t: t, name: name, addr: addr, dir: t.TempDir(), env: env, actor: "http://" + addr + federation.ServicePath, api: newClient(addr)}
+	d := &relayDomain{t: t, name: name, addr: addr, dir: t.TempDir(), env: env, actor: "http://" + addr + federation.ServicePath, api: newClient(addr)}
 	d.args = append([]string{"serve", "--host-url", addr, "--data-dir", d.dir, "--external-endpoint", "http://" + addr}, fedTiming...)
 	d.args = append(d.args, extra...)
 	d.start()
 	return d
 }
 
-func (d *fedDomain) start() {
+func (d *relayDomain) start() {
 	d.t.Helper()
 	p := anchordtest.StartProcess(d.t, anchordtest.ProcessConfig{Args: d.args, Env: d.env, Addr: d.addr})
 	p.WaitHealthy(60 * time.Second)
@@ -83,14 +83,14 @@ func (d *fedDomain) start() {
 	d.mu.Unlock()
 }
 
-func (d *fedDomain) process() *anchordtest.Process {
+func (d *relayDomain) process() *anchordtest.Process {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.proc
 }
 
 // admin runs `anchord admin …` against the domain's admin listener.
-func (d *fedDomain) admin(args ...string) string {
+func (d *relayDomain) admin(args ...string) string {
 	d.t.Helper()
 	cmd := exec.Command(anchordtest.Binary(d.t), append(append([]string{"admin"}, args...), "--target", "http://"+d.process().AdminAddr())...)
 	var out, errOut bytes.Buffer
@@ -100,7 +100,7 @@ func (d *fedDomain) admin(args ...string) string {
 }
 
 // follow makes d follow other through the admin CLI and waits for the Accept.
-func (d *fedDomain) follow(other *fedDomain) {
+func (d *relayDomain) follow(other *relayDomain) {
 	d.t.Helper()
 	require.Contains(d.t, d.admin("follow", "add", other.actor), "following "+other.actor)
 	anchordtest.Eventually(d.t, 30*time.Second, 100*time.Millisecond, func() bool {
@@ -125,7 +125,7 @@ type resolution struct {
 	origin    string
 }
 
-func (d *fedDomain) resolve(did string) resolution {
+func (d *relayDomain) resolve(did string) resolution {
 	code, body, err := d.api.resolve(did)
 	if err != nil || code != http.StatusOK {
 		return resolution{status: code}
@@ -149,7 +149,7 @@ func (d *fedDomain) resolve(did string) resolution {
 
 // sameAs reports whether every DID resolves at d as it does at origin, published, with origin
 // named as the anchor origin; it returns how many do not.
-func (d *fedDomain) sameAs(origin *fedDomain, dids []string) int {
+func (d *relayDomain) sameAs(origin *relayDomain, dids []string) int {
 	missing := 0
 	for _, did := range dids {
 		want, got := origin.resolve(did), d.resolve(did)
@@ -222,7 +222,7 @@ func (l *fedLoad) post(req []byte) bool {
 }
 
 // updates posts one update of each of the first n DIDs, once each is anchored at the origin.
-func (l *fedLoad) updates(n int, origin *fedDomain) {
+func (l *fedLoad) updates(n int, origin *relayDomain) {
 	l.t.Helper()
 	l.mu.Lock()
 	ids := slices.Clone(l.ids[:min(n, len(l.ids))])
@@ -252,7 +252,7 @@ func (l *fedLoad) dids() []string {
 }
 
 // waitSame waits until every DID resolves at d as at origin.
-func waitSame(t *testing.T, d, origin *fedDomain, dids []string, timeout time.Duration) time.Duration {
+func waitSame(t *testing.T, d, origin *relayDomain, dids []string, timeout time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for {
@@ -268,7 +268,7 @@ func waitSame(t *testing.T, d, origin *fedDomain, dids []string, timeout time.Du
 }
 
 // indexRows opens a stopped domain's database and returns, per DID suffix, its index rows.
-func (d *fedDomain) indexRows(suffixes []string) map[string][]store.DIDOperation {
+func (d *relayDomain) indexRows(suffixes []string) map[string][]store.DIDOperation {
 	d.t.Helper()
 	require.True(d.t, d.process().Exited(), "the domain is stopped")
 	ctx := context.Background()
@@ -285,7 +285,7 @@ func (d *fedDomain) indexRows(suffixes []string) map[string][]store.DIDOperation
 }
 
 // stop stops the domain gracefully.
-func (d *fedDomain) stop() {
+func (d *relayDomain) stop() {
 	d.t.Helper()
 	p := d.process()
 	p.Signal(syscall.SIGTERM)
@@ -295,7 +295,7 @@ func (d *fedDomain) stop() {
 }
 
 // logLines returns the lines of the domain's log at level, for the test log.
-func (d *fedDomain) logLines(level string) []string {
+func (d *relayDomain) logLines(level string) []string {
 	var out []string
 	for _, l := range strings.Split(d.process().Log(), "\n") {
 		if strings.Contains(l, "level="+level) {
@@ -348,14 +348,14 @@ func TestFederationFollowersObserveAnchors(t *testing.T) {
 	waitSame(t, c, a, all, time.Minute)
 	t.Logf("B, down %s while A took %d more creates, caught up %s after its restart", down, len(during.dids()), took)
 
-	for _, d := range []*fedDomain{b, c} {
+	for _, d := range []*relayDomain{b, c} {
 		outcomes := map[string]float64{}
 		for _, o := range []string{"applied", "duplicate", "waiting", "invalid", "refused"} {
 			outcomes[o] = d.api.metric(t, `anchord_relay_anchors_total{outcome="`+o+`"}`)
 		}
 		t.Logf("%s since its last start: anchor events %v, stale operations %g", d.name, outcomes, d.api.metric(t, "anchord_relay_stale_operations_total"))
 	}
-	for _, d := range []*fedDomain{a, b, c} {
+	for _, d := range []*relayDomain{a, b, c} {
 		for _, l := range d.logLines("ERROR") {
 			t.Logf("%s: %s", d.name, l)
 		}
@@ -399,7 +399,7 @@ func writeKeyFile(t *testing.T) (string, ed25519.PrivateKey) {
 }
 
 // outboxItems returns the raw activities of the first page of a domain's public outbox.
-func (d *fedDomain) outboxItems() []json.RawMessage {
+func (d *relayDomain) outboxItems() []json.RawMessage {
 	d.t.Helper()
 	resp, err := d.api.http.Get(d.api.base + federation.ServicePath + "/outbox?page=true&page-num=0")
 	require.NoError(d.t, err)
@@ -459,7 +459,7 @@ func TestFederationCreateFromADomainNotFollowedIsNotIndexed(t *testing.T) {
 
 // postAs posts activities to a domain's inbox signed with another domain's key, as that domain's
 // deliverer would.
-func postAs(t *testing.T, from *fedDomain, key ed25519.PrivateKey, to *fedDomain, activities ...json.RawMessage) {
+func postAs(t *testing.T, from *relayDomain, key ed25519.PrivateKey, to *relayDomain, activities ...json.RawMessage) {
 	t.Helper()
 	st, err := sqlitestore.Open(context.Background(), sqlitestore.Config{DataDir: t.TempDir()})
 	require.NoError(t, err)
@@ -617,7 +617,7 @@ func TestFederationFollowersOfAClusteredDomain(t *testing.T) {
 		}
 		return out
 	})
-	a := &fedDomain{t: t, name: "A", addr: proxyAddr, actor: endpoint + federation.ServicePath, api: newClient(proxyAddr)}
+	a := &relayDomain{t: t, name: "A", addr: proxyAddr, actor: endpoint + federation.ServicePath, api: newClient(proxyAddr)}
 	a.proc = cluster.nodes[0].process() // the admin CLI of B and C never talks to A
 	b := startDomain(t, "B")
 	c := startDomain(t, "C")
@@ -670,7 +670,7 @@ func TestFederationFollowersOfAClusteredDomain(t *testing.T) {
 }
 
 // runLoadgen runs `anchord loadgen` against a domain and returns its summary lines.
-func runLoadgen(t *testing.T, d *fedDomain, args ...string) string {
+func runLoadgen(t *testing.T, d *relayDomain, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(anchordtest.Binary(t), append([]string{"loadgen", "--target", "http://" + d.addr}, args...)...)
 	out, err := cmd.CombinedOutput()
@@ -687,7 +687,7 @@ func runLoadgen(t *testing.T, d *fedDomain, args ...string) string {
 }
 
 // anchorRows opens a stopped domain's database and returns its anchors.
-func (d *fedDomain) anchorRows() []store.Anchor {
+func (d *relayDomain) anchorRows() []store.Anchor {
 	d.t.Helper()
 	require.True(d.t, d.process().Exited(), "the domain is stopped")
 	ctx := context.Background()
@@ -717,7 +717,7 @@ func percentiles(ds []time.Duration) string {
 }
 
 // waitAnchors waits until d has recorded n anchors and returns how long that took.
-func (d *fedDomain) waitAnchors(n int, timeout time.Duration) time.Duration {
+func (d *relayDomain) waitAnchors(n int, timeout time.Duration) time.Duration {
 	d.t.Helper()
 	start := time.Now()
 	anchordtest.Eventually(d.t, timeout, 100*time.Millisecond, func() bool {
@@ -781,7 +781,7 @@ func TestFederationFigures(t *testing.T) {
 }
 
 // outboxCreates counts, per anchor hashlink, the Creates in a domain's public outbox.
-func (d *fedDomain) outboxCreates() map[string]int {
+func (d *relayDomain) outboxCreates() map[string]int {
 	d.t.Helper()
 	out := map[string]int{}
 	for page := 0; ; page++ {
@@ -846,7 +846,7 @@ func TestFederationCrashesPublishAndApplyOnce(t *testing.T) {
 			a := startDomainEnv(t, "A", envOf("A"))
 			b := startDomainEnv(t, "B", envOf("B"))
 			b.follow(a)
-			victim := map[string]*fedDomain{"A": a, "B": b}[tc.victim]
+			victim := map[string]*relayDomain{"A": a, "B": b}[tc.victim]
 
 			load := newFedLoad(t, a.api)
 			for round := 0; !victim.process().Exited(); round++ {
