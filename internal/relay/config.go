@@ -57,7 +57,7 @@ func (id Identity) validate() error {
 		}
 	}
 	if len(id.Key) != ed25519.PrivateKeySize {
-		errs = append(errs, errors.New("Key is not an Ed25519 private key"))
+		errs = append(errs, errors.New("the signing key is not an Ed25519 private key"))
 	}
 	return errors.Join(errs...)
 }
