@@ -51,7 +51,7 @@ func (c *core) anchorFederation(ctx context.Context, svc *federation.Service, ob
 			return err
 		}
 	}
-	c.onIndexed = append(c.onIndexed, publisher.Notify)
+	c.onIndexed = append(c.onIndexed, func(r observer.Result) { publisher.Indexed(r.Seq, r.Suffixes) })
 	// Both write only to the database: they stop with the consumers, and whatever they leave
 	// (an anchor not yet published, an anchor still waiting) is taken up at the next start or
 	// by another instance.
@@ -89,8 +89,8 @@ func (c *core) allowedOrigins() []string {
 }
 
 // notifyIndexed tells the components that wait for indexed anchors (onIndexed) of one.
-func (c *core) notifyIndexed(observer.Result) {
+func (c *core) notifyIndexed(r observer.Result) {
 	for _, f := range c.onIndexed {
-		f()
+		f(r)
 	}
 }

@@ -125,7 +125,7 @@ func TestIndexedFuncHearsOfEveryAnchor(t *testing.T) {
 	var heard []Result
 	o, err := New(Config{Profile: sidetree.DefaultProfile(), IndexedFunc: func(r Result) { heard = append(heard, r) }, Logger: anchordtest.Logger(t)}, st, b.cas.FetchFunc)
 	require.NoError(t, err)
-	_, local, err := b.wallet.Create()
+	id, local, err := b.wallet.Create()
 	require.NoError(t, err)
 	a := b.anchorOps(t, local)
 	_, err = o.CatchUp(ctx)
@@ -136,6 +136,8 @@ func TestIndexedFuncHearsOfEveryAnchor(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, heard, 2)
 	require.Equal(t, a.Seq, heard[0].Seq)
+	require.Equal(t, []string{id.Suffix}, heard[0].Suffixes, "our anchor's DIDs, for its publication")
+	require.Nil(t, heard[1].Suffixes)
 	require.Equal(t, res, heard[1])
 	// A failed indexing is not heard of.
 	_, err = o.ObserveForeign(ctx, foreign(t, "hl:heard", remote), nil)

@@ -137,6 +137,9 @@ type Result struct {
 	Operations int
 	// Lag is the time from the anchor's completion to its observation.
 	Lag time.Duration
+	// Suffixes are the DIDs of the operations indexed, in batch order (this domain's anchors
+	// only; nil for another domain's).
+	Suffixes []string
 }
 
 // Run observes anchors as they complete until ctx is done.
@@ -277,7 +280,7 @@ func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) 
 	if err != nil {
 		return Result{}, fmt.Errorf("observe anchor %d: %w", a.Seq, err)
 	}
-	res := Result{Seq: a.Seq, Operations: len(ops)}
+	res := Result{Seq: a.Seq, Operations: len(ops), Suffixes: suffixes}
 	if a.CompletedAt != nil {
 		res.Lag = time.Since(*a.CompletedAt)
 		o.m.lag.Observe(res.Lag.Seconds())

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/anchord/anchord/internal/activity"
@@ -35,7 +36,15 @@ type Publisher struct {
 	m      *publisherMetrics
 	wake   chan struct{}
 	signal testsignal.Signal[PublishResult]
+
+	mu sync.Mutex
+	// indexed holds the DIDs of anchors this process indexed and has not published yet, so
+	// that publishing does not read the batch back; bounded by indexedMax.
+	indexed map[int64][]string
 }
+
+// indexedMax bounds Publisher.indexed; an anchor whose DIDs it lost is read back from CAS.
+const indexedMax = 256
 
 // NewPublisher returns a Publisher.
 func NewPublisher(cfg Config, st store.Store, cs *cas.Store, post PostTxFunc) (*Publisher, error) {
@@ -50,7 +59,24 @@ func NewPublisher(cfg Config, st store.Store, cs *cas.Store, post PostTxFunc) (*
 	if err != nil {
 		return nil, err
 	}
-	return &Publisher{cfg: cfg, st: st, cas: cs, post: post, m: m, wake: make(chan struct{}, 1)}, nil
+	return &Publisher{cfg: cfg, st: st, cas: cs, post: post, m: m, wake: make(chan struct{}, 1), indexed: map[int64][]string{}}, nil
+}
+
+// Indexed tells the Publisher that anchor seq was indexed with the operations of these DIDs (in
+// batch order; nil when not known), and wakes it.
+func (p *Publisher) Indexed(seq int64, suffixes []string) {
+	if suffixes != nil {
+		p.mu.Lock()
+		if len(p.indexed) >= indexedMax {
+			for k := range p.indexed { // published elsewhere, most likely: any one may go
+				delete(p.indexed, k)
+				break
+			}
+		}
+		p.indexed[seq] = suffixes
+		p.mu.Unlock()
+	}
+	p.Notify()
 }
 
 // Notify wakes the Publisher: an anchor was indexed.
@@ -165,13 +191,9 @@ var errPublishedElsewhere = errors.New("anchor published by another publisher")
 // build lays out anchor a's link, its linkset (and the linkset's CID here) and the Create.
 func (p *Publisher) build(ctx context.Context, a store.Anchor) (*activity.Activity, *activity.Link, string, []byte, error) {
 	id := p.cfg.Identity
-	batch, err := batchfile.Read(p.cfg.Profile, a.AnchorString, p.cas.FetchFunc(ctx), p.cfg.Limits)
+	suffixes, err := p.suffixes(ctx, a)
 	if err != nil {
-		return nil, nil, "", nil, fmt.Errorf("read batch: %w", err)
-	}
-	suffixes := make([]string, len(batch.Operations))
-	for i, op := range batch.Operations {
-		suffixes[i] = op.Suffix
+		return nil, nil, "", nil, err
 	}
 	previous, err := p.st.DIDLatestAnchors(ctx, suffixes, a.Seq)
 	if err != nil {
@@ -219,6 +241,27 @@ func (p *Publisher) build(ctx context.Context, a store.Anchor) (*activity.Activi
 		Published: &now,
 	}
 	return act, link, lsCID, lsJSON, nil
+}
+
+// suffixes returns the DIDs of anchor a in batch order: as the observer handed them over, or
+// read back from the batch files (after a restart, or when another instance indexed it).
+func (p *Publisher) suffixes(ctx context.Context, a store.Anchor) ([]string, error) {
+	p.mu.Lock()
+	suffixes, ok := p.indexed[a.Seq]
+	delete(p.indexed, a.Seq)
+	p.mu.Unlock()
+	if ok && len(suffixes) == a.OpCount {
+		return suffixes, nil
+	}
+	batch, err := batchfile.Read(p.cfg.Profile, a.AnchorString, p.cas.FetchFunc(ctx), p.cfg.Limits)
+	if err != nil {
+		return nil, fmt.Errorf("read batch: %w", err)
+	}
+	suffixes = make([]string, len(batch.Operations))
+	for i, op := range batch.Operations {
+		suffixes[i] = op.Suffix
+	}
+	return suffixes, nil
 }
 
 // credential issues and signs the anchor credential of anchor with the domain key, as Orb's

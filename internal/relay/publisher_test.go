@@ -159,3 +159,30 @@ func TestPublisherConfig(t *testing.T) {
 	_, err = NewPublisher(Config{Identity: bad}, a.st, a.cas, a.postTx)
 	require.ErrorContains(t, err, "Ed25519")
 }
+
+func TestPublishTakesTheDIDsTheObserverHandedOver(t *testing.T) {
+	t.Parallel()
+	a := newDomain(t, newNetwork(), "a", sqlite(t))
+	w := wallet.New(wallet.Config{})
+	x, cx, err := w.Create()
+	require.NoError(t, err)
+	y, cy, err := w.Create()
+	require.NoError(t, err)
+	an := a.anchorOps(cx, cy)
+
+	// Handed over (here in an order the batch files do not have), the DIDs are not read back.
+	a.pub.Indexed(an.Seq, []string{y.Suffix, x.Suffix})
+	c, err := a.publishAll()[0].act.Object.AnchorEvent.Object.Link().AnchorContent()
+	require.NoError(t, err)
+	require.Equal(t, []activity.SuffixAnchor{{Suffix: y.Suffix}, {Suffix: x.Suffix}}, c.Operations)
+
+	// A list that does not match the anchor's operation count is not trusted.
+	_, cz, err := w.Create()
+	require.NoError(t, err)
+	an = a.anchorOps(cz)
+	a.pub.Indexed(an.Seq, []string{x.Suffix, y.Suffix})
+	c, err = a.publishAll()[0].act.Object.AnchorEvent.Object.Link().AnchorContent()
+	require.NoError(t, err)
+	require.Len(t, c.Operations, 1)
+	require.NotEqual(t, x.Suffix, c.Operations[0].Suffix)
+}
