@@ -731,8 +731,9 @@ func (d *relayDomain) waitAnchors(n int, timeout time.Duration) time.Duration {
 // A's completing the anchor, and from A's posting its Create, to B's indexing it, read from
 // both databases afterwards — and (2) how long B, restarted after missing 10,000 anchored
 // creates, takes to index them all. It is a measurement, not a check: run it with
-// ANCHORD_TEST_FED_FIGURES=1 (without -race).
-func TestFederationFigures(t *testing.T) {
+// ANCHORD_TEST_FED_FIGURES=1 (without -race). It does not run in parallel with other tests:
+// they would share its two cores and skew what it measures.
+func TestFederationFigures(t *testing.T) { //nolint:paralleltest // a measurement needs the machine to itself
 	if os.Getenv("ANCHORD_TEST_FED_FIGURES") != "1" {
 		t.Skip("set ANCHORD_TEST_FED_FIGURES=1 to measure the federation figures")
 	}
