@@ -10,6 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,12 +20,17 @@ import (
 	"go.uber.org/goleak"
 )
 
-// Environment variables read by tests. The README's test command (scripts/test) sets them all.
+// Environment variables read by tests. The README's test command (scripts/test) sets them all
+// but EnvArtifacts.
 const (
 	EnvDatabaseURL     = "ANCHORD_TEST_DATABASE_URL"
 	EnvAMQPURL         = "ANCHORD_TEST_AMQP_URL"
 	EnvIPFSBin         = "ANCHORD_TEST_IPFS_BIN"
+	EnvChromium        = "ANCHORD_TEST_CHROMIUM"
 	EnvRequireServices = "ANCHORD_TEST_REQUIRE_SERVICES"
+	// EnvArtifacts names a directory where tests leave files for people to look at
+	// (screenshots); without it they go to the test's temporary directory.
+	EnvArtifacts = "ANCHORD_TEST_ARTIFACTS"
 )
 
 // WrapTestMain runs the package's tests and then fails if any goroutine leaked.
@@ -69,6 +76,42 @@ func IPFSBin(tb testing.TB) string {
 		tb.Fatalf("%s=%s is not an executable file", EnvIPFSBin, bin)
 	}
 	return bin
+}
+
+// ChromiumBin returns the Chromium binary that browser tests drive headless: $ANCHORD_TEST_CHROMIUM,
+// else chromium on PATH (Debian's package, which scripts/test installs). Without either it skips
+// the test, or fails it when ANCHORD_TEST_REQUIRE_SERVICES is set.
+func ChromiumBin(tb testing.TB) string {
+	tb.Helper()
+	if bin := strings.TrimSpace(os.Getenv(EnvChromium)); bin != "" {
+		if _, err := exec.LookPath(bin); err != nil {
+			tb.Fatalf("%s=%s: %v", EnvChromium, bin, err)
+		}
+		return bin
+	}
+	if bin, err := exec.LookPath("chromium"); err == nil {
+		return bin
+	}
+	if RequireServices() {
+		tb.Fatalf("Chromium is required (%s=1) but neither %s is set nor chromium on PATH", EnvRequireServices, EnvChromium)
+	}
+	tb.Skipf("Chromium not found: install Debian's chromium or set %s (scripts/test does)", EnvChromium)
+	return ""
+}
+
+// ArtifactDir returns the directory for files a test leaves for people to look at:
+// $ANCHORD_TEST_ARTIFACTS/<test name> when that is set (created), else a temporary directory.
+func ArtifactDir(tb testing.TB) string {
+	tb.Helper()
+	root := strings.TrimSpace(os.Getenv(EnvArtifacts))
+	if root == "" {
+		return tb.TempDir()
+	}
+	dir := filepath.Join(root, strings.NewReplacer("/", "_", " ", "_").Replace(tb.Name()))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.Fatalf("%s: %v", EnvArtifacts, err)
+	}
+	return dir
 }
 
 func serviceURL(tb testing.TB, env, what string) string {

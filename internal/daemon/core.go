@@ -55,6 +55,9 @@ type core struct {
 	bodyLimits map[string]int64
 	// apiLn and adminLn are bound before any shape is assembled (listen).
 	apiLn, adminLn net.Listener
+	// federationView is what the explorer shows of the federation; the federation's assembly
+	// sets it, at any point of the assembly. Nil: not federated.
+	federationView httpapi.FederationSource
 }
 
 // log returns the logger of one component: the component attribute is set here, once.

@@ -44,6 +44,8 @@ func (c *core) federation(ctx context.Context) (*federation.Service, error) {
 		return nil, err
 	}
 	c.routes = append(c.routes, svc.Routes())
+	// The explorer's federation view reads the relationships and deliveries.
+	c.federationView = svc
 	c.adminRoutes = append(c.adminRoutes, svc.AdminRoutes())
 	c.bodyLimits[federation.InboxPath()] = federation.MaxInboxBytesDefault
 	c.retry[store.DeadLetterActivity] = svc.RetryDeadLetter

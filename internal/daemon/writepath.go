@@ -38,9 +38,9 @@ type writeParts struct {
 	observerPoll time.Duration
 }
 
-// writePath builds the observer and resolver, the batch writer, intake, the dead-letter service
-// and the Sidetree and admin routes, and registers their stages. It returns the observer, which
-// the shapes feed differently (catch-up at start, or the anchor topic).
+// writePath builds the observer and resolver, the batch writer, intake, the dead-letter service,
+// the Sidetree and admin routes and the explorer, and registers their stages. It returns the
+// observer, which the shapes feed differently (catch-up at start, or the anchor topic).
 func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 	resolver := observer.NewResolver(c.profile, c.st, p.known)
 	obs, err := observer.New(observer.Config{
@@ -79,6 +79,9 @@ func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 		Anchors: c.st, RetryAfter: c.cfg.BatchWriterTimeout, MaxCASSize: batchfile.MaxChunkFileSizeDefault,
 		Logger: c.log("http"),
 	}))
+	if err := c.explorer(); err != nil {
+		return nil, err
+	}
 	// The admin listener checks the admin token for every route.
 	c.adminRoutes = append(c.adminRoutes, httpapi.AdminRoutes(httpapi.AdminConfig{DeadLetters: dead, Logger: c.log("admin")}))
 	return obs, nil

@@ -159,15 +159,16 @@ func (s *Service) unavailable(w http.ResponseWriter, r *http.Request, what strin
 }
 
 // readerAllowed verifies a GET's signature and reports whether the signer may read our private
-// collections: a follower or a witness of ours, as Orb allows. It has answered the request when
-// it returns false.
+// collections: a follower or a witness of ours, as Orb allows, and a domain we follow — Orb's
+// activity sync reads the inboxes of its followers to find its own Creates again, so a domain we
+// follow must be able to read ours. It has answered the request when it returns false.
 func (s *Service) readerAllowed(w http.ResponseWriter, r *http.Request) bool {
 	signer, err := s.verifier.Verify(r)
 	if err != nil {
 		s.refuseSignature(w, r, err)
 		return false
 	}
-	for _, kind := range []string{store.RelationshipFollower, store.RelationshipWitness} {
+	for _, kind := range []string{store.RelationshipFollower, store.RelationshipWitness, store.RelationshipFollowing} {
 		ok, err := s.hasRelationship(r.Context(), kind, signer.Owner)
 		if err != nil {
 			s.unavailable(w, r, "authorize reader", err)
@@ -177,7 +178,7 @@ func (s *Service) readerAllowed(w http.ResponseWriter, r *http.Request) bool {
 			return true
 		}
 	}
-	httpapi.WriteError(w, http.StatusForbidden, "forbidden", "only our followers and witnesses may read this collection")
+	httpapi.WriteError(w, http.StatusForbidden, "forbidden", "only our followers, witnesses and the domains we follow may read this collection")
 	return false
 }
 

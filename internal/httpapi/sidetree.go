@@ -199,11 +199,7 @@ func (c SidetreeConfig) getAnchors(w http.ResponseWriter, r *http.Request) {
 	}
 	page := AnchorPage{Anchors: make([]AnchorView, len(list))}
 	for i, a := range list {
-		page.Anchors[i] = AnchorView{
-			Seq: a.Seq, AnchorString: a.AnchorString, CoreIndexCID: a.CoreIndexCID, OperationCount: a.OpCount,
-			Backend: a.Backend, Status: a.Status, CreatedAt: a.CreatedAt, CompletedAt: a.CompletedAt,
-			ObservedAt: a.ObservedAt, Record: a.Record, Signature: a.Signature,
-		}
+		page.Anchors[i] = anchorView(a)
 	}
 	if len(list) == limit {
 		next := list[len(list)-1].Seq

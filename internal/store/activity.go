@@ -58,6 +58,9 @@ type ActivityExecutor interface {
 	ActivityDeliveryGet(ctx context.Context, id int64) (ActivityDelivery, error)
 	// ActivityDeliveryListByActivity returns the deliveries of an outbox activity in id order.
 	ActivityDeliveryListByActivity(ctx context.Context, activityID string) ([]ActivityDelivery, error)
+	// ActivityDeliveryLatest returns the most recent delivery to recipient (without the body),
+	// or ErrNotFound when there is none (delivered deliveries expire).
+	ActivityDeliveryLatest(ctx context.Context, recipient string) (ActivityDelivery, error)
 
 	// ActivityInboxInsert stores a received activity, queued and due now, and reports whether it
 	// inserted it: an activity id already in the inbox is left alone (false, nil), whatever its

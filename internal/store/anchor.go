@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Anchor statuses.
 const (
@@ -61,6 +64,14 @@ type AnchorListParams struct {
 	Limit    int
 }
 
+// AnchorListLatestParams pages backwards through anchors: newest first.
+type AnchorListLatestParams struct {
+	// BeforeSeq bounds the page: only anchors with a lower sequence number; 0 starts at the
+	// newest.
+	BeforeSeq int64
+	Limit     int
+}
+
 // DIDOperation is one anchored operation in the per-DID index the observer maintains.
 type DIDOperation struct {
 	Suffix    string
@@ -72,4 +83,14 @@ type DIDOperation struct {
 	// Origin is the Origin of the operation's anchor; DIDOperationList fills it, inserts
 	// ignore it.
 	Origin string
+}
+
+// Before returns the exclusive upper bound of the page's sequence numbers: BeforeSeq, or past
+// every sequence number when it is not positive. Backends query "seq < Before()" so that both
+// cases walk the primary key backwards from the bound.
+func (p AnchorListLatestParams) Before() int64 {
+	if p.BeforeSeq <= 0 {
+		return math.MaxInt64
+	}
+	return p.BeforeSeq
 }

@@ -116,6 +116,8 @@ type Executor interface {
 	DeadLetterGet(ctx context.Context, id int64) (DeadLetter, error)
 	// DeadLetterDelete removes one parked item; ErrNotFound if it does not exist.
 	DeadLetterDelete(ctx context.Context, id int64) error
+	// DeadLetterCountByKind counts the parked items of each kind; kinds with none are absent.
+	DeadLetterCountByKind(ctx context.Context) (map[string]int64, error)
 
 	// CASPut stores content under its CID; storing existing content is a no-op.
 	CASPut(ctx context.Context, cid string, data []byte) error
@@ -130,6 +132,9 @@ type Executor interface {
 	AnchorGet(ctx context.Context, seq int64) (Anchor, error)
 	// AnchorList pages through anchors in sequence order.
 	AnchorList(ctx context.Context, p AnchorListParams) ([]Anchor, error)
+	// AnchorListLatest pages backwards through anchors: newest (highest sequence number) first,
+	// below p.BeforeSeq when it is positive.
+	AnchorListLatest(ctx context.Context, p AnchorListLatestParams) ([]Anchor, error)
 	// AnchorNextToObserve returns the completed, unobserved anchor with the lowest sequence
 	// number, or ErrNotFound. Inside a transaction on PostgreSQL the row is locked and rows
 	// locked by other transactions are skipped, so concurrent observers never take the same one.

@@ -18,6 +18,10 @@
 //     Request is the request rebuilt from the files, byte-identical to the Operation.Request of
 //     what was built, so it can be stored per DID, resolved, or queued again. Sequence is left
 //     for the caller.
+//   - ReadOutline(anchorString, fetch, Limits) (*Outline, error) reads only the two index files:
+//     the URIs of the batch's files and each operation's type and DID in anchor order, with
+//     Outline.FilesOf(type) naming the files that carry an operation of that type. It checks what
+//     it reads as Read does and fails as Read fails; what it does not read, it does not check.
 //   - ParseAnchorString(s, Limits) (Anchor, error) and Anchor.String().
 //
 // # Layout (JSON.stringify member order, empty members omitted)

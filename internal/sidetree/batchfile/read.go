@@ -45,24 +45,14 @@ type Batch struct {
 // *FetchError. Problems with the provisional files are reported in Batch.ProvisionalErr instead.
 func Read(p sidetree.Profile, anchorString string, fetch FetchFunc, l Limits) (*Batch, error) {
 	l = l.withDefaults()
-	anchor, err := ParseAnchorString(anchorString, l)
+	anchor, core, err := readCore(anchorString, fetch, l)
 	if err != nil {
 		return nil, err
-	}
-	data, err := fetchFile(fetch, CoreIndex, anchor.CoreIndexURI, l)
-	if err != nil {
-		return nil, err
-	}
-	core, err := parseCoreIndexFile(data, l)
-	if err != nil {
-		return nil, err
-	}
-	if core.count() > anchor.Count {
-		return nil, sidetree.Errorf(sidetree.CodeOperationCountExceedsLimit, "core index file has %d operations, the anchor string pays for %d", core.count(), anchor.Count)
 	}
 	var proofs *coreProofFile
 	if core.coreProofURI != "" {
-		if data, err = fetchFile(fetch, CoreProof, core.coreProofURI, l); err != nil {
+		data, err := fetchFile(fetch, CoreProof, core.coreProofURI, l)
+		if err != nil {
 			return nil, err
 		}
 		suffixes := make([]string, len(core.deactivates))
@@ -87,6 +77,26 @@ func Read(p sidetree.Profile, anchorString string, fetch FetchFunc, l Limits) (*
 	return r, nil
 }
 
+// readCore parses the anchor string and reads the core index file it points to.
+func readCore(anchorString string, fetch FetchFunc, l Limits) (Anchor, *coreIndexFile, error) {
+	anchor, err := ParseAnchorString(anchorString, l)
+	if err != nil {
+		return anchor, nil, err
+	}
+	data, err := fetchFile(fetch, CoreIndex, anchor.CoreIndexURI, l)
+	if err != nil {
+		return anchor, nil, err
+	}
+	core, err := parseCoreIndexFile(data, l)
+	if err != nil {
+		return anchor, nil, err
+	}
+	if core.count() > anchor.Count {
+		return anchor, nil, sidetree.Errorf(sidetree.CodeOperationCountExceedsLimit, "core index file has %d operations, the anchor string pays for %d", core.count(), anchor.Count)
+	}
+	return anchor, core, nil
+}
+
 type provisional struct {
 	index  *provisionalIndexFile
 	proofs []string
@@ -95,29 +105,11 @@ type provisional struct {
 // readProvisional reads the provisional index, provisional proof and chunk files and checks them
 // against each other and the core index file.
 func readProvisional(p sidetree.Profile, anchor Anchor, core *coreIndexFile, fetch FetchFunc, l Limits) (*provisional, [][]byte, error) {
-	if core.provisionalIndexURI == "" {
-		return nil, nil, nil
-	}
-	data, err := fetchFile(fetch, ProvisionalIndex, core.provisionalIndexURI, l)
-	if err != nil {
+	index, err := outlineProvisional(anchor, core, fetch, l)
+	if err != nil || index == nil {
 		return nil, nil, err
 	}
-	index, err := parseProvisionalIndexFile(data, l)
-	if err != nil {
-		return nil, nil, err
-	}
-	if max := anchor.Count - core.count(); len(index.updates) > max {
-		return nil, nil, sidetree.Errorf(sidetree.CodeOperationCountExceedsLimit, "provisional index file has %d updates, the anchor string pays for %d", len(index.updates), max)
-	}
-	coreSuffixes := make(map[string]bool, core.count())
-	for _, s := range core.suffixes() {
-		coreSuffixes[s] = true
-	}
-	for _, u := range index.updates {
-		if coreSuffixes[u.suffix] {
-			return nil, nil, sidetree.Errorf(sidetree.CodeInvalidProvisionalIndex, "DID %s has an operation in the core index file too", u.suffix)
-		}
-	}
+	var data []byte
 	prov := &provisional{index: index}
 	if index.proofURI != "" {
 		if data, err = fetchFile(fetch, ProvisionalProof, index.proofURI, l); err != nil {

@@ -148,6 +148,15 @@ func (e executor) ActivityDeliveryListByActivity(ctx context.Context, activityID
 	return out, nil
 }
 
+// ActivityDeliveryLatest implements store.Executor.
+func (e executor) ActivityDeliveryLatest(ctx context.Context, recipient string) (store.ActivityDelivery, error) {
+	d, err := scanDelivery(e.q.QueryRow(ctx, qActivityDeliveryLatest, recipient), false)
+	if err != nil {
+		return d, fmt.Errorf("latest delivery to %s: %w", recipient, interpretError(err))
+	}
+	return d, nil
+}
+
 // ActivityInboxInsert implements store.Executor.
 func (e executor) ActivityInboxInsert(ctx context.Context, p store.ActivityInboxInsertParams) (int64, bool, error) {
 	var seq int64

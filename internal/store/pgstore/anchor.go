@@ -59,6 +59,19 @@ func (e executor) AnchorList(ctx context.Context, p store.AnchorListParams) ([]s
 	return out, nil
 }
 
+// AnchorListLatest implements store.Executor.
+func (e executor) AnchorListLatest(ctx context.Context, p store.AnchorListLatestParams) ([]store.Anchor, error) {
+	rows, err := e.q.Query(ctx, qAnchorListLatest, p.Before(), p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list latest anchors: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Anchor, error) { return scanAnchor(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list latest anchors: %w", err)
+	}
+	return out, nil
+}
+
 // AnchorNextToObserve implements store.Executor.
 func (e executor) AnchorNextToObserve(ctx context.Context) (store.Anchor, error) {
 	a, err := scanAnchor(e.q.QueryRow(ctx, qAnchorNextToObserve))

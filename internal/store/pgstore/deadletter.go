@@ -53,6 +53,28 @@ func (e executor) DeadLetterDelete(ctx context.Context, id int64) error {
 	return nil
 }
 
+// DeadLetterCountByKind implements store.Executor.
+func (e executor) DeadLetterCountByKind(ctx context.Context) (map[string]int64, error) {
+	rows, err := e.q.Query(ctx, qDeadLetterCountByKind)
+	if err != nil {
+		return nil, fmt.Errorf("count dead letters: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var kind string
+		var n int64
+		if err := rows.Scan(&kind, &n); err != nil {
+			return nil, fmt.Errorf("count dead letters: %w", err)
+		}
+		out[kind] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count dead letters: %w", err)
+	}
+	return out, nil
+}
+
 func scanDeadLetter(r pgx.Row) (store.DeadLetter, error) {
 	var d store.DeadLetter
 	var hist []byte

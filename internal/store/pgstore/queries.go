@@ -45,6 +45,8 @@ const (
 		WHERE ($1 = '' OR kind = $1) AND id > $2 ORDER BY id LIMIT $3`
 	qDeadLetterGet    = `SELECT ` + qDeadLetterColumns + ` FROM dead_letters WHERE id = $1`
 	qDeadLetterDelete = `DELETE FROM dead_letters WHERE id = $1`
+	// qDeadLetterCountByKind walks the (kind, id) index.
+	qDeadLetterCountByKind = `SELECT kind, COUNT(*) FROM dead_letters GROUP BY kind`
 
 	qCASPut = `INSERT INTO cas_objects (cid, data, size) VALUES ($1, $2, $3) ON CONFLICT (cid) DO NOTHING`
 	qCASGet = `SELECT data FROM cas_objects WHERE cid = $1`
@@ -57,8 +59,9 @@ const (
 		VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $5 = 'completed' THEN now() END,
 		CASE WHEN $8 THEN now() END, NULLIF($9, ''), NULLIF($10, ''))
 		RETURNING ` + qAnchorColumns
-	qAnchorGet  = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq = $1`
-	qAnchorList = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq > $1 ORDER BY seq LIMIT $2`
+	qAnchorGet        = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq = $1`
+	qAnchorList       = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq > $1 ORDER BY seq LIMIT $2`
+	qAnchorListLatest = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq < $1 ORDER BY seq DESC LIMIT $2`
 	// SKIP LOCKED: concurrent observers (one per instance) each take a different anchor.
 	qAnchorNextToObserve = `SELECT ` + qAnchorColumns + ` FROM anchors
 		WHERE status = 'completed' AND observed_at IS NULL ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED`

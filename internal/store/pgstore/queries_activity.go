@@ -62,6 +62,8 @@ const (
 		FROM ap_deliveries d JOIN ap_outbox o ON o.seq = d.outbox_seq WHERE d.id = $1`
 	qActivityDeliveryListByActivity = `SELECT ` + qActivityDeliveryColumns + `
 		FROM ap_deliveries d JOIN ap_outbox o ON o.seq = d.outbox_seq WHERE o.activity_id = $1 ORDER BY d.id`
+	qActivityDeliveryLatest = `SELECT ` + qActivityDeliveryColumns + `
+		FROM ap_deliveries d JOIN ap_outbox o ON o.seq = d.outbox_seq WHERE d.recipient = $1 ORDER BY d.id DESC LIMIT 1`
 
 	qActivityInboxInsert = `INSERT INTO ap_inbox (activity_id, actor, from_actor, type, body, source)
 		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (activity_id) DO NOTHING RETURNING seq`

@@ -152,6 +152,18 @@ func (e executor) ActivityDeliveryListByActivity(ctx context.Context, activityID
 	return out, nil
 }
 
+// ActivityDeliveryLatest implements store.Executor.
+func (e executor) ActivityDeliveryLatest(ctx context.Context, recipient string) (store.ActivityDelivery, error) {
+	out, err := queryAll(ctx, e.r, scanDelivery, qActivityDeliveryLatest, recipient)
+	if err != nil {
+		return store.ActivityDelivery{}, fmt.Errorf("latest delivery to %s: %w", recipient, err)
+	}
+	if len(out) == 0 {
+		return store.ActivityDelivery{}, fmt.Errorf("latest delivery to %s: %w", recipient, store.ErrNotFound)
+	}
+	return out[0], nil
+}
+
 // ActivityInboxInsert implements store.Executor.
 func (e executor) ActivityInboxInsert(ctx context.Context, p store.ActivityInboxInsertParams) (int64, bool, error) {
 	now := nowMicros()

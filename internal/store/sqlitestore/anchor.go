@@ -62,6 +62,27 @@ func (e executor) AnchorList(ctx context.Context, p store.AnchorListParams) ([]s
 	return out, nil
 }
 
+// AnchorListLatest implements store.Executor.
+func (e executor) AnchorListLatest(ctx context.Context, p store.AnchorListLatestParams) ([]store.Anchor, error) {
+	rows, err := e.r.QueryContext(ctx, qAnchorListLatest, p.Before(), p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list latest anchors: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Anchor
+	for rows.Next() {
+		a, err := scanAnchor(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list latest anchors: %w", err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list latest anchors: %w", err)
+	}
+	return out, nil
+}
+
 // AnchorNextToObserve implements store.Executor. SQLite has one writer, so the transaction that
 // reads the row already excludes every other observer until it commits.
 func (e executor) AnchorNextToObserve(ctx context.Context) (store.Anchor, error) {

@@ -40,6 +40,28 @@ func (e executor) DeadLetterList(ctx context.Context, p store.DeadLetterListPara
 	return out, nil
 }
 
+// DeadLetterCountByKind implements store.Executor.
+func (e executor) DeadLetterCountByKind(ctx context.Context) (map[string]int64, error) {
+	rows, err := e.r.QueryContext(ctx, qDeadLetterCountByKind)
+	if err != nil {
+		return nil, fmt.Errorf("count dead letters: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var kind string
+		var n int64
+		if err := rows.Scan(&kind, &n); err != nil {
+			return nil, fmt.Errorf("count dead letters: %w", err)
+		}
+		out[kind] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count dead letters: %w", err)
+	}
+	return out, nil
+}
+
 // DeadLetterGet implements store.Executor.
 func (e executor) DeadLetterGet(ctx context.Context, id int64) (store.DeadLetter, error) {
 	d, err := scanDeadLetter(e.r.QueryRowContext(ctx, qDeadLetterGet, id))

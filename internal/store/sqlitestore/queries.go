@@ -43,6 +43,8 @@ const (
 		WHERE (? = '' OR kind = ?) AND id > ? ORDER BY id LIMIT ?`
 	qDeadLetterGet    = `SELECT ` + qDeadLetterColumns + ` FROM dead_letters WHERE id = ?`
 	qDeadLetterDelete = `DELETE FROM dead_letters WHERE id = ?`
+	// qDeadLetterCountByKind walks the (kind, id) index.
+	qDeadLetterCountByKind = `SELECT kind, COUNT(*) FROM dead_letters GROUP BY kind`
 
 	qCASPut = `INSERT INTO cas_objects (cid, data, size, created_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (cid) DO NOTHING`
@@ -56,6 +58,7 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ` + qAnchorColumns
 	qAnchorGet           = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq = ?`
 	qAnchorList          = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq > ? ORDER BY seq LIMIT ?`
+	qAnchorListLatest    = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq < ? ORDER BY seq DESC LIMIT ?`
 	qAnchorNextToObserve = `SELECT ` + qAnchorColumns + ` FROM anchors
 		WHERE status = 'completed' AND observed_at IS NULL ORDER BY seq LIMIT 1`
 	qAnchorMarkObserved = `UPDATE anchors SET observed_at = ?

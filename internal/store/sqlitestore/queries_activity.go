@@ -57,6 +57,8 @@ const (
 	qActivityDeliveryGet            = `SELECT ` + qActivityDeliveryColumns + ` FROM ap_deliveries WHERE id = ?`
 	qActivityDeliveryListByActivity = `SELECT ` + qActivityDeliveryColumns + ` FROM ap_deliveries
 		WHERE outbox_seq = (SELECT seq FROM ap_outbox WHERE activity_id = ?) ORDER BY id`
+	qActivityDeliveryLatest = `SELECT ` + qActivityDeliveryColumns + ` FROM ap_deliveries
+		WHERE recipient = ? ORDER BY id DESC LIMIT 1`
 
 	// Parameters: activity id, actor, from, type, body, source, next_attempt_at, received_at.
 	qActivityInboxInsert = `INSERT INTO ap_inbox (activity_id, actor, from_actor, type, body, source, next_attempt_at,

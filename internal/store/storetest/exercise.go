@@ -162,6 +162,7 @@ func Exercise(t *testing.T, newOpener func(t testing.TB) Opener, migrations []st
 
 	exerciseOpQueue(t, setup)
 	exercisePipeline(t, setup)
+	exerciseExplorer(t, setup)
 	exerciseCluster(t, setup)
 	exerciseCASPins(t, setup)
 	exerciseAnchoredOps(t, setup)

@@ -89,6 +89,14 @@ func exerciseActivity(t *testing.T, setup setupFunc) {
 		require.Equal(t, store.DeliveryPending, ds[0].Status)
 		require.Equal(t, a.ActivityID, ds[0].ActivityID)
 
+		// The latest delivery to a recipient is the one of the latest activity addressed to it.
+		latest, err := s.ActivityDeliveryLatest(ctx, "https://b.example/x")
+		require.NoError(t, err)
+		require.Equal(t, ds[0].Recipient, latest.Recipient)
+		require.GreaterOrEqual(t, latest.ID, ds[0].ID)
+		_, err = s.ActivityDeliveryLatest(ctx, "https://nobody.example/x")
+		require.ErrorIs(t, err, store.ErrNotFound)
+
 		_, err = s.ActivityOutboxInsert(ctx, store.ActivityOutboxInsertParams{ActivityID: a.ActivityID, Type: "Create", Body: []byte("{}"), Public: true})
 		require.ErrorIs(t, err, store.ErrConflict)
 		n, err = s.ActivityOutboxCountPublic(ctx)
