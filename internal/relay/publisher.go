@@ -244,7 +244,8 @@ func (p *Publisher) build(ctx context.Context, a store.Anchor) (*activity.Activi
 }
 
 // suffixes returns the DIDs of anchor a in batch order: as the observer handed them over, or
-// read back from the batch files (after a restart, or when another instance indexed it).
+// read back from the batch's index files (after a restart, or when another instance indexed
+// it).
 func (p *Publisher) suffixes(ctx context.Context, a store.Anchor) ([]string, error) {
 	p.mu.Lock()
 	suffixes, ok := p.indexed[a.Seq]
@@ -253,12 +254,16 @@ func (p *Publisher) suffixes(ctx context.Context, a store.Anchor) ([]string, err
 	if ok && len(suffixes) == a.OpCount {
 		return suffixes, nil
 	}
-	batch, err := batchfile.Read(p.cfg.Profile, a.AnchorString, p.cas.FetchFunc(ctx), p.cfg.Limits)
-	if err != nil {
-		return nil, fmt.Errorf("read batch: %w", err)
+	// The two index files name every DID; deltas and proofs need not be read.
+	outline, err := batchfile.ReadOutline(a.AnchorString, p.cas.FetchFunc(ctx), p.cfg.Limits)
+	if err == nil {
+		err = outline.ProvisionalErr
 	}
-	suffixes = make([]string, len(batch.Operations))
-	for i, op := range batch.Operations {
+	if err != nil {
+		return nil, fmt.Errorf("read batch outline: %w", err)
+	}
+	suffixes = make([]string, len(outline.Operations))
+	for i, op := range outline.Operations {
 		suffixes[i] = op.Suffix
 	}
 	return suffixes, nil
