@@ -29,6 +29,7 @@ import (
 	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/peer"
 	"github.com/anchord/anchord/internal/servicetest"
+	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/sidetree/wallet"
 	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/store/sqlitestore"
@@ -876,4 +877,35 @@ func TestFederationCrashesPublishAndApplyOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOrbAnchorsResolveAtAnAnchordFollower runs a real Orb domain (ANCHORD_TEST_ORB_BIN) and an
+// anchord domain that follows it: a DID created at Orb, with Orb's own anchorOrigin, is observed
+// by anchord — Orb's anchor credential verified against Orb's did:web, its batch files read from
+// Orb's hash-addressed CAS — and resolves at anchord, published, naming Orb's origin.
+func TestOrbAnchorsResolveAtAnAnchordFollower(t *testing.T) {
+	startOrb(t)
+	d := startDomain(t, "anchord")
+	orb := &relayDomain{t: t, name: "Orb", actor: "http://127.0.0.1/services/orb"}
+	d.follow(orb)
+
+	create := orbCreate(t)
+	op, err := sidetree.ParseOperation(create, sidetree.DefaultProfile())
+	require.NoError(t, err)
+	require.Equal(t, "http://127.0.0.1", op.AnchorOrigin)
+	resp, err := http.Post("http://"+orbAddr+"/sidetree/v1/operations", "application/json", bytes.NewReader(create))
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+
+	did := "did:sidetree:" + op.Suffix
+	anchordtest.Eventually(t, time.Minute, 200*time.Millisecond, func() bool {
+		return d.resolve(did).published
+	}, "Orb's DID resolves at the anchord follower")
+	got := d.resolve(did)
+	require.Equal(t, "http://127.0.0.1", got.origin)
+	require.Contains(t, got.document, "https://example.com", "the service Orb's create added")
+	require.Equal(t, 1.0, d.api.metric(t, `anchord_relay_anchors_total{outcome="applied"}`))
+	require.Positive(t, d.api.metric(t, `anchord_relay_fetched_bytes_total{source="origin"}`))
 }

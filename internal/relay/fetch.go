@@ -30,14 +30,19 @@ type fileReader struct {
 	sources []source
 	coreCID string
 	core    activity.Hashlink
+	// coreLocal is the CID the core index is kept under here (coreCID, unless the origin
+	// names files by hash, as Orb does).
+	coreLocal string
 
 	mu      sync.Mutex
 	fetched map[string][]byte
 }
 
-// fetch is the batchfile.FetchFunc.
+// fetch is the batchfile.FetchFunc. A URI is a CID (anchord's files) or, as Orb's CAS names
+// files, the multibase sha2-256 multihash of the content ("uEi…"); either way the content is
+// checked against it. Files read elsewhere are kept here under the CID this domain computes.
 func (f *fileReader) fetch(uri string, maxSize int) ([]byte, error) {
-	cid, err := cas.ParseCID(uri)
+	key, err := parseCASKey(uri)
 	if err != nil {
 		return nil, err
 	}
@@ -45,8 +50,8 @@ func (f *fileReader) fetch(uri string, maxSize int) ([]byte, error) {
 		if len(data) > maxSize {
 			return fmt.Errorf("%s: %d bytes, more than %d", uri, len(data), maxSize)
 		}
-		if got := cas.ComputeCID(data, cid.Version); got != uri {
-			return fmt.Errorf("%s: content hashes to %s", uri, got)
+		if err := key.verify(data); err != nil {
+			return err
 		}
 		if uri == f.coreCID {
 			if err := f.core.Verify(data); err != nil {
@@ -55,15 +60,17 @@ func (f *fileReader) fetch(uri string, maxSize int) ([]byte, error) {
 		}
 		return nil
 	}
-	if data, err := f.r.st.CASGet(f.ctx, uri); err == nil && check(data) == nil {
-		f.r.m.fetchedBytes.WithLabelValues(sourceLocal).Add(float64(len(data)))
-		return data, nil
-	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, err
+	if key.cid != nil {
+		if data, err := f.r.st.CASGet(f.ctx, uri); err == nil && check(data) == nil {
+			f.r.m.fetchedBytes.WithLabelValues(sourceLocal).Add(float64(len(data)))
+			return data, nil
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
 	}
 	var errs []error
 	for _, s := range f.sources {
-		data, err := f.r.fetch(f.ctx, casURL(s.base, uri), int64(maxSize))
+		data, err := f.r.fetch(f.ctx, casURL(s.base, key.path()), int64(maxSize))
 		if err == nil {
 			err = check(data)
 		}
@@ -72,10 +79,17 @@ func (f *fileReader) fetch(uri string, maxSize int) ([]byte, error) {
 			continue
 		}
 		f.r.m.fetchedBytes.WithLabelValues(s.name).Add(float64(len(data)))
+		local := key.localCID(f.r.cas, data)
 		f.mu.Lock()
-		f.fetched[uri] = data
+		f.fetched[local] = data
+		if uri == f.coreCID {
+			f.coreLocal = local
+		}
 		f.mu.Unlock()
 		return data, nil
+	}
+	if key.cid == nil {
+		return nil, fmt.Errorf("%w: %w", errUnreachable, errors.Join(errs...))
 	}
 	// The mirror (an IPFS node the origin also adds its files to) serves what no domain does;
 	// cas.Store checks the CID and keeps the copy.
@@ -90,8 +104,73 @@ func (f *fileReader) fetch(uri string, maxSize int) ([]byte, error) {
 	return nil, fmt.Errorf("%w: %w", errUnreachable, errors.Join(errs...))
 }
 
-// readBatch reads the batch an anchor's content names. The core index's CID comes from the
-// hashlink's metadata (a /cas/<cid> or ipfs://<cid> link); the count of the anchor string is
+// ForeignMaxCASURILength bounds a CAS URI in another domain's batch files: Orb's protocol
+// allows 500 characters (its references carry hashlink metadata), Sidetree's default 100.
+const ForeignMaxCASURILength = 500
+
+// casKey is a CAS URI of another domain: a CID, or (Orb) a sha2-256 multihash.
+type casKey struct {
+	uri  string
+	cid  *cas.CID
+	hash *activity.Hashlink
+}
+
+func parseCASKey(uri string) (casKey, error) {
+	if c, err := cas.ParseCID(uri); err == nil {
+		return casKey{uri: uri, cid: &c}, nil
+	}
+	// Orb names a file by its multihash ("uEi…") or, inside batch files, by its hashlink
+	// ("hl:uEi…", perhaps with metadata naming where the file is).
+	hl := uri
+	if !strings.HasPrefix(hl, "hl:") {
+		hl = "hl:" + hl
+	}
+	if strings.HasPrefix(uri, "u") || strings.HasPrefix(uri, "hl:") {
+		if h, err := activity.ParseHashlink(hl); err == nil {
+			return casKey{uri: uri, hash: &h}, nil
+		}
+	}
+	return casKey{}, fmt.Errorf("CAS URI %q is neither a CID nor a sha2-256 multihash", uri)
+}
+
+// path is what the owner's /cas serves the file under: the CID, or the multihash alone.
+func (k casKey) path() string {
+	if k.cid != nil {
+		return k.uri
+	}
+	return k.hash.ResourceHash()
+}
+
+func (k casKey) verify(data []byte) error {
+	if k.cid != nil {
+		if got := cas.ComputeCID(data, k.cid.Version); got != k.uri {
+			return fmt.Errorf("%s: content hashes to %s", k.uri, got)
+		}
+		return nil
+	}
+	if err := k.hash.Verify(data); err != nil {
+		return fmt.Errorf("%s: %w", k.uri, err)
+	}
+	return nil
+}
+
+// localCID is the CID the file is kept under here.
+func (k casKey) localCID(cs *cas.Store, data []byte) string {
+	if k.cid != nil {
+		return k.uri
+	}
+	return cs.Address(data)
+}
+
+// checkCASURI is the batch reader's URI check for other domains' batches: CIDs, and the
+// multihashes Orb's CAS names files by.
+func checkCASURI(uri string) error {
+	_, err := parseCASKey(uri)
+	return err
+}
+
+// readBatch reads the batch an anchor's content names. The core index's CAS URI comes from the
+// hashlink's metadata (a /cas/<key> or ipfs://<cid> link); the count of the anchor string is
 // the number of DIDs the anchor lists, one operation each.
 func (r *Receiver) readBatch(ctx context.Context, content *activity.AnchorContent, author, sender string) (*batchfile.Batch, batchfile.Anchor, map[string][]byte, error) {
 	var none batchfile.Anchor
@@ -109,10 +188,13 @@ func (r *Receiver) readBatch(ctx context.Context, content *activity.AnchorConten
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.FetchTimeout)
 	defer cancel()
-	f := &fileReader{r: r, ctx: ctx, sources: sources, coreCID: cid, core: core, fetched: map[string][]byte{}}
+	f := &fileReader{r: r, ctx: ctx, sources: sources, coreCID: cid, coreLocal: cid, core: core, fetched: map[string][]byte{}}
 	anchor := batchfile.Anchor{Count: len(content.Operations), CoreIndexURI: cid}
 	anchorString := anchor.String()
-	b, err := batchfile.Read(r.cfg.Profile, anchorString, f.fetch, r.cfg.Limits)
+	limits := r.cfg.Limits
+	limits.CheckURIFunc = checkCASURI
+	limits.MaxCASURILength = max(limits.MaxCASURILength, ForeignMaxCASURILength)
+	b, err := batchfile.Read(r.cfg.Profile, anchorString, f.fetch, limits)
 	var fe *batchfile.FetchError
 	if errors.As(err, &fe) {
 		return nil, none, nil, fmt.Errorf("read batch %s: %w", anchorString, err)
@@ -120,16 +202,18 @@ func (r *Receiver) readBatch(ctx context.Context, content *activity.AnchorConten
 	if err == nil && b.ProvisionalErr != nil && errors.As(b.ProvisionalErr, &fe) {
 		return nil, none, nil, fmt.Errorf("read batch %s: %w", anchorString, b.ProvisionalErr)
 	}
+	// Recorded with the core index's CID here, so that this domain's /cas serves it.
+	recorded := batchfile.Anchor{Count: anchor.Count, CoreIndexURI: f.coreLocal}
 	if err != nil {
 		// As every Sidetree node would, an invalid batch is recorded with no operations: the
 		// anchor exists and its children need not wait for it forever.
 		r.cfg.Logger.WarnContext(ctx, "anchored batch of another domain is invalid; its operations are ignored", "anchor", anchorString, "author", author, "error", err)
-		return &batchfile.Batch{}, anchor, f.fetched, nil
+		return &batchfile.Batch{}, recorded, f.fetched, nil
 	}
 	if b.ProvisionalErr != nil {
 		r.cfg.Logger.WarnContext(ctx, "provisional files of another domain's batch are invalid; its updates are ignored", "anchor", anchorString, "author", author, "error", b.ProvisionalErr)
 	}
-	return b, anchor, f.fetched, nil
+	return b, recorded, f.fetched, nil
 }
 
 // coreIndexCID returns the core index's CID from a hashlink's links, and the endpoint of the
@@ -154,7 +238,8 @@ func coreIndexCID(links []string, author string) (cid, base string) {
 	return cid, authorBase
 }
 
-// cidOfLink reads "ipfs://<cid>" or "<base>/cas/<cid>".
+// cidOfLink reads "ipfs://<cid>" or "<base>/cas/<key>", where key is a CID or (Orb) a
+// sha2-256 multihash.
 func cidOfLink(l string) (cid, base string) {
 	if c, ok := strings.CutPrefix(l, "ipfs://"); ok {
 		if _, err := cas.ParseCID(c); err == nil {
@@ -167,7 +252,7 @@ func cidOfLink(l string) (cid, base string) {
 		return "", ""
 	}
 	c := l[i+len("/cas/"):]
-	if _, err := cas.ParseCID(c); err != nil {
+	if checkCASURI(c) != nil {
 		return "", ""
 	}
 	return c, l[:i]

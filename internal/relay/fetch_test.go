@@ -2,11 +2,14 @@ package relay
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/anchord/anchord/internal/activity"
+	"github.com/anchord/anchord/internal/cas"
 	"github.com/anchord/anchord/internal/sidetree/wallet"
 	"github.com/anchord/anchord/internal/store"
 )
@@ -68,4 +71,31 @@ func TestFilesAreCheckedBeforeTheyAreKept(t *testing.T) {
 	require.NotNil(t, d.state(x.Suffix))
 	require.Positive(t, testutil.ToFloat64(d.recv.m.fetchedBytes.WithLabelValues(sourceSender)))
 	require.Zero(t, testutil.ToFloat64(d.recv.m.fetchedBytes.WithLabelValues(sourceOrigin)))
+}
+
+func TestCASKeysOfOrbFiles(t *testing.T) {
+	t.Parallel()
+	data := []byte("a batch file")
+	hash := activity.NewHashlink(data)                                // hl:uEi…
+	withMeta := activity.NewHashlink(data, "https://a.example/cas/x") // hl:uEi…:uoQ…
+	resource := strings.TrimPrefix(hash, "hl:")
+	cid := cas.ComputeCID(data, cas.CIDv0)
+	for _, uri := range []string{cid, resource, hash, withMeta} {
+		k, err := parseCASKey(uri)
+		require.NoError(t, err, uri)
+		require.NoError(t, k.verify(data), uri)
+		require.Error(t, k.verify([]byte("another file")), uri)
+		if uri == cid {
+			require.Equal(t, cid, k.path())
+		} else {
+			require.Equal(t, resource, k.path(), "the owner's /cas serves the multihash")
+		}
+		require.NoError(t, checkCASURI(uri))
+	}
+	for _, bad := range []string{"", "Qm", "hl:", "uNotAHash", "hl:uEiB:junk", "https://a.example/x"} {
+		require.Error(t, checkCASURI(bad), bad)
+	}
+	c, base := cidOfLink("https://a.example/cas/" + resource)
+	require.Equal(t, resource, c)
+	require.Equal(t, "https://a.example", base)
 }
