@@ -166,6 +166,11 @@ type Config struct {
 	AuthTokensDef string
 	AuthTokens    string
 
+	// AllowedOrigins lists, comma-separated, the anchorOrigin values a create or recover may
+	// declare (Orb's --allowed-origins); "*" allows any. Empty means this domain's own
+	// identifiers only: its external endpoint, actor IRI and did:web.
+	AllowedOrigins string
+
 	// Federation configures the domain's ActivityPub service.
 	Federation FederationConfig
 
@@ -327,6 +332,17 @@ func (c *Config) SidetreeProfile() sidetree.Profile {
 	return p
 }
 
+// AllowedOriginList returns --allowed-origins as a list; empty when it is empty.
+func (c Config) AllowedOriginList() []string {
+	var out []string
+	for _, o := range strings.Split(c.AllowedOrigins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // ParamError names the parameter whose value is invalid.
 type ParamError = param.Error
 
@@ -477,6 +493,11 @@ func (c *Config) Validate() error {
 		}
 	default:
 		return &ParamError{Param: "cas-type", Value: c.CASType, Err: fmt.Errorf("must be local or ipfs")}
+	}
+	for _, o := range c.AllowedOriginList() {
+		if len(o) > sidetree.MaxAnchorOriginLength {
+			return &ParamError{Param: "allowed-origins", Value: c.AllowedOrigins, Err: fmt.Errorf("an origin is at most %d bytes", sidetree.MaxAnchorOriginLength)}
+		}
 	}
 	if c.CASCIDVersion != 0 && c.CASCIDVersion != 1 {
 		return &ParamError{Param: "cas-cid-version", Value: fmt.Sprint(c.CASCIDVersion), Err: fmt.Errorf("must be 0 or 1")}

@@ -56,6 +56,17 @@ func TestLoadLimits(t *testing.T) {
 	require.Zero(t, d.HTTP.RateLimit, "rate limiting is off by default")
 }
 
+func TestLoadAllowedOrigins(t *testing.T) {
+	t.Parallel()
+	c, err := Load(nil, env(map[string]string{"ALLOWED_ORIGINS": "https://a.example, did:web:b.example,,"}), nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"https://a.example", "did:web:b.example"}, c.AllowedOriginList(), "Orb's variable, split and trimmed")
+	c, err = Load([]string{"--allowed-origins", "*"}, env(nil), nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"*"}, c.AllowedOriginList())
+	require.Empty(t, Default().AllowedOriginList(), "empty: this domain only")
+}
+
 func TestLoadErrorsNameTheParameter(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -79,6 +90,7 @@ func TestLoadErrorsNameTheParameter(t *testing.T) {
 		{"negative burst", nil, map[string]string{"ANCHORD_HTTP_RATE_BURST": "-2"}, "--http-rate-burst"},
 		{"tiny documents", []string{"--max-document-bytes", "10"}, nil, "--max-document-bytes"},
 		{"no operations", []string{"--max-operations-per-did", "0"}, nil, "--max-operations-per-did"},
+		{"huge origin", []string{"--allowed-origins", "https://" + strings.Repeat("a", 2000)}, nil, "--allowed-origins"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -89,6 +89,7 @@ func (c *Config) params() []param.Param {
 		param.Int(&c.Federation.SyncMaxActivities, "sync-max-activities", "activities the activity sync queues per run").Env("ANCHOR_EVENT_SYNC_MAX_ACTIVITIES"),
 		param.Duration(&c.Federation.RequestTimeout, "peer-request-timeout", "bound on each request to another domain (actor, key, inbox, collection page, CAS file)"),
 		param.Int(&c.CASCIDVersion, "cas-cid-version", "CID version of stored batch files: 0 (Qm…, ipfs add's default) or 1"),
+		param.String(&c.AllowedOrigins, "allowed-origins", "anchorOrigin values a create or recover may declare, comma-separated; * allows any; empty: only this domain (its external endpoint, actor IRI or did:web)").Env("ALLOWED_ORIGINS"),
 	}
 }
 

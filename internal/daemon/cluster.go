@@ -59,7 +59,11 @@ func cluster(ctx context.Context, c *core) error {
 
 	// The domain's ActivityPub service; the handlers of anchor activities are registered on it
 	// here, before the supervisor starts its inbox processor.
-	if _, err := c.federation(ctx); err != nil {
+	svc, err := c.federation(ctx)
+	if err != nil {
+		return err
+	}
+	if err := c.anchorFederation(ctx, svc, obs); err != nil {
 		return err
 	}
 	// Consumers stop first; the heartbeat runs until the writer has flushed, then the instance

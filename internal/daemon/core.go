@@ -15,6 +15,7 @@ import (
 	"github.com/anchord/anchord/internal/expiry"
 	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/ipfs"
+	"github.com/anchord/anchord/internal/observer"
 	"github.com/anchord/anchord/internal/pubsub"
 	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/sidetree/batchfile"
@@ -47,6 +48,9 @@ type core struct {
 	// behind the admin token.
 	routes      []func(mux httpapi.Router)
 	adminRoutes []func(mux httpapi.Router)
+	// onIndexed are told of every anchor the observer indexes (after the commit). Set during
+	// assembly, read only once the supervisor runs.
+	onIndexed []func(observer.Result)
 	// bodyLimits replace --http-max-body-bytes on the paths that take larger bodies.
 	bodyLimits map[string]int64
 	// apiLn and adminLn are bound before any shape is assembled (listen).

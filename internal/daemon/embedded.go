@@ -50,7 +50,11 @@ func embedded(ctx context.Context, c *core) error {
 	}
 	// The domain's ActivityPub service; the handlers of anchor activities are registered on it
 	// here, before the supervisor starts its inbox processor.
-	if _, err := c.federation(ctx); err != nil {
+	svc, err := c.federation(ctx)
+	if err != nil {
+		return err
+	}
+	if err := c.anchorFederation(ctx, svc, obs); err != nil {
 		return err
 	}
 	suffixes, err := queue.Load(ctx)

@@ -45,7 +45,7 @@ func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 	resolver := observer.NewResolver(c.profile, c.st, p.known)
 	obs, err := observer.New(observer.Config{
 		Profile: c.profile, Limits: c.limits, PollInterval: p.observerPoll, ReleaseFunc: p.release, ReleaseTxFunc: p.releaseTx,
-		Known: p.known, Resolver: resolver, Announcer: p.announcer, Logger: c.log("observer"), Registerer: c.reg,
+		Known: p.known, Resolver: resolver, Announcer: p.announcer, IndexedFunc: c.notifyIndexed, Logger: c.log("observer"), Registerer: c.reg,
 	}, c.st, c.cas.FetchFunc)
 	if err != nil {
 		return nil, err
@@ -61,7 +61,7 @@ func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := intake.New(intake.Config{Profile: c.profile, Logger: c.log("intake"), Registerer: c.reg}, p.intake, resolver.StateVersion, p.reservations)
+	in, err := intake.New(intake.Config{Profile: c.profile, AllowedOrigins: c.allowedOrigins(), Logger: c.log("intake"), Registerer: c.reg}, p.intake, resolver.StateVersion, p.reservations)
 	if err != nil {
 		return nil, err
 	}

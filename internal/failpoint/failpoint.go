@@ -34,6 +34,10 @@ const (
 	BatchAfterCommit     = "batch-after-commit"     // anchor committed, observer not yet told
 	ObserverBeforeCommit = "observer-before-commit" // index rows written inside the transaction
 
+	ObserverBeforeForeignCommit = "observer-before-foreign-commit" // another domain's anchor and its index rows written inside the transaction
+	RelayBeforePublish          = "relay-before-publish"           // an anchor of ours indexed, its Create not yet built
+	RelayBeforePublishCommit    = "relay-before-publish-commit"    // marked published and its Create in the outbox inside the transaction
+
 	// Points that fail instead of killing (Err).
 	BatchFail          = "batch-fail"           // the batch writer fails before storing the files: the batch is Nack'd
 	OpQueueConsumeFail = "opqueue-consume-fail" // the operation consumer fails: the message goes to redelivery

@@ -10,15 +10,25 @@ import (
 
 	"github.com/anchord/anchord/internal/opqueue"
 	"github.com/anchord/anchord/internal/sidetree"
+	"github.com/anchord/anchord/internal/sidetree/jsontree"
 )
 
 // ErrRetryLater wraps every failure that is not the request's fault: the queue is full or the
 // operation could not be stored. The request was not accepted; the client should retry (503).
 var ErrRetryLater = errors.New("operation not accepted; retry later")
 
-// CodeOperationPending is the 400 code of a second operation for a DID that has one pending,
-// alongside the sidetree codes; it is the reference implementation's code for the same refusal.
-const CodeOperationPending sidetree.Code = "queueing_multiple_operations_per_did_not_allowed"
+// Intake's own 400 codes, alongside the sidetree codes.
+const (
+	// CodeOperationPending refuses a second operation for a DID that has one pending; it is the
+	// reference implementation's code for the same refusal.
+	CodeOperationPending sidetree.Code = "queueing_multiple_operations_per_did_not_allowed"
+	// CodeOriginNotAllowed: a create or recover declares an anchorOrigin outside
+	// Config.AllowedOrigins.
+	CodeOriginNotAllowed sidetree.Code = "anchor_origin_not_allowed"
+)
+
+// AllowAllOrigins in Config.AllowedOrigins accepts any declared anchorOrigin (Orb's "*").
+const AllowAllOrigins = "*"
 
 // Queue is where accepted operations go.
 type Queue interface {
@@ -31,9 +41,13 @@ type StateFunc func(ctx context.Context, suffix string) (*sidetree.State, uint64
 
 // Config configures a Service.
 type Config struct {
-	Profile    sidetree.Profile
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
+	Profile sidetree.Profile
+	// AllowedOrigins lists the anchorOrigin values a create or recover may declare, compared
+	// exactly, as Orb's --allowed-origins does; AllowAllOrigins accepts any. A request that
+	// declares none is always accepted. Empty: no declared origin is accepted.
+	AllowedOrigins []string
+	Logger         *slog.Logger
+	Registerer     prometheus.Registerer
 }
 
 // Reservations hold each DID for its one pending operation: *Pending in memory (embedded, one
@@ -49,6 +63,7 @@ type Reservations interface {
 // Service accepts operations.
 type Service struct {
 	cfg     Config
+	origins map[string]bool
 	q       Queue
 	state   StateFunc
 	pending Reservations
@@ -67,7 +82,11 @@ func New(cfg Config, q Queue, state StateFunc, pending Reservations) (*Service, 
 	if err != nil {
 		return nil, err
 	}
-	return &Service{cfg: cfg, q: q, state: state, pending: pending, m: m}, nil
+	origins := make(map[string]bool, len(cfg.AllowedOrigins))
+	for _, o := range cfg.AllowedOrigins {
+		origins[o] = true
+	}
+	return &Service{cfg: cfg, origins: origins, q: q, state: state, pending: pending, m: m}, nil
 }
 
 // Submit validates and queues one operation request. It returns the response body: for a
@@ -75,6 +94,9 @@ func New(cfg Config, q Queue, state StateFunc, pending Reservations) (*Service, 
 // (HTTP 400); an error wrapping ErrRetryLater means try later (503).
 func (s *Service) Submit(ctx context.Context, body []byte) ([]byte, error) {
 	op, err := sidetree.ParseOperation(body, s.cfg.Profile)
+	if err == nil {
+		err = s.checkOrigin(op)
+	}
 	if err != nil {
 		s.m.rejected.WithLabelValues(string(sidetree.CodeOf(err))).Inc()
 		return nil, err
@@ -99,6 +121,15 @@ func (s *Service) Submit(ctx context.Context, body []byte) ([]byte, error) {
 	}
 	s.m.accepted.WithLabelValues(string(op.Type)).Inc()
 	return resp, nil
+}
+
+// checkOrigin refuses an anchorOrigin this domain does not accept: a DID whose declared origin
+// is another domain is that domain's to anchor.
+func (s *Service) checkOrigin(op *sidetree.Operation) error {
+	if op.AnchorOrigin == "" || s.origins[AllowAllOrigins] || s.origins[op.AnchorOrigin] {
+		return nil
+	}
+	return sidetree.Errorf(CodeOriginNotAllowed, "anchorOrigin %s is not an allowed origin of this domain", jsontree.QuoteExcerpt(op.AnchorOrigin))
 }
 
 // Reserve holds suffix for operation opID when it bypasses Submit (a retried dead letter): false

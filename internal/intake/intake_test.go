@@ -275,3 +275,56 @@ func TestQueueFailureIsRetryLater(t *testing.T) {
 	_, err = svc.Submit(context.Background(), req)
 	require.ErrorIs(t, err, ErrRetryLater)
 }
+
+func TestAnchorOrigins(t *testing.T) {
+	t.Parallel()
+	const ours, theirs = "https://a.example/services/anchord", "https://b.example/services/anchord"
+	for _, tc := range []struct {
+		name    string
+		allowed []string
+		origin  string
+		ok      bool
+	}{
+		{"undeclared, nothing allowed", nil, "", true},
+		{"declared, nothing allowed", nil, ours, false},
+		{"ours", []string{ours}, ours, true},
+		{"another domain's", []string{ours}, theirs, false},
+		{"prefix is not enough", []string{"https://a.example"}, ours, false},
+		{"wildcard", []string{AllowAllOrigins}, theirs, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			svc, err := New(Config{Profile: sidetree.DefaultProfile(), AllowedOrigins: tc.allowed}, b.queue, b.ledger.state, b.pending)
+			require.NoError(t, err)
+			w := wallet.New(wallet.Config{AnchorOrigin: tc.origin})
+			id, create, err := w.Create()
+			require.NoError(t, err)
+			_, err = svc.Submit(t.Context(), create)
+			if !tc.ok {
+				require.Equal(t, CodeOriginNotAllowed, code(err))
+				require.Empty(t, b.queue.added)
+				// The DID was never reserved: a create without the origin goes through.
+				_, err = svc.Submit(t.Context(), mustCreateWithout(t))
+				require.NoError(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, b.queue.added, 1)
+			// A recover declaring the same origin is checked the same way.
+			b.ledger.anchor(t, create)
+			b.pending.Release([]string{id.Suffix})
+			recover, err := w.Recover(id)
+			require.NoError(t, err)
+			_, err = svc.Submit(t.Context(), recover)
+			require.NoError(t, err)
+		})
+	}
+}
+
+func mustCreateWithout(t *testing.T) []byte {
+	t.Helper()
+	_, req, err := wallet.New(wallet.Config{}).Create()
+	require.NoError(t, err)
+	return req
+}

@@ -7,6 +7,12 @@
 // even when several observers race or one crashes between reading and committing: the loser's
 // transaction rolls back, and a crash before the commit leaves the anchor to be observed again.
 //
+// Another domain's anchor reaches the index through ObserveForeign, which records the anchor
+// (its origin and hashlink, completed and observed) and indexes the operations its caller keeps
+// in one transaction; the hashlink's uniqueness makes a second delivery of it a no-op. The
+// Observer stays the only writer of the per-DID index, so the known-suffix filter and the
+// resolver's cache see these writes as they see their own.
+//
 // The Resolver runs the Sidetree resolution state machine over a DID's indexed operations, in
 // anchor order (anchor sequence, then position in the batch).
 package observer

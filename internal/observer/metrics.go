@@ -8,6 +8,7 @@ import (
 
 type metrics struct {
 	observed   prometheus.Counter
+	foreign    prometheus.Counter
 	operations prometheus.Counter
 	invalid    prometheus.Counter
 	lag        prometheus.Histogram
@@ -18,6 +19,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		observed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "anchord_observer_anchors_total", Help: "Anchors observed (operations indexed per DID).",
+		}),
+		foreign: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "anchord_observer_foreign_anchors_total", Help: "Anchors of other domains observed (a subset of anchord_observer_anchors_total).",
 		}),
 		operations: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "anchord_observer_operations_total", Help: "Operations indexed per DID.",
@@ -34,7 +38,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.observed, m.operations, m.invalid, m.lag, m.duration} {
+	for _, c := range []prometheus.Collector{m.observed, m.foreign, m.operations, m.invalid, m.lag, m.duration} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register observer metrics: %w", err)
 		}

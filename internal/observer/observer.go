@@ -43,6 +43,9 @@ type Config struct {
 	// ReleaseTxFunc, if set, runs in the transaction that indexes an anchor's operations: the
 	// cluster's DID reservations end there (intake.SharedPending.ReleaseTx).
 	ReleaseTxFunc func(ctx context.Context, tx store.Executor, ops []store.DIDOperation) error
+	// IndexedFunc, if set, is told of every anchor this Observer indexed, after the commit
+	// (the federation's publisher waits for that).
+	IndexedFunc func(Result)
 	// Announcer, if set, is the cluster's pub/sub: Anchored announces each completed anchor on
 	// the anchor topic to every instance's observer, instead of handing it to this one.
 	Announcer  pubsub.Publisher
@@ -134,6 +137,9 @@ type Result struct {
 	Operations int
 	// Lag is the time from the anchor's completion to its observation.
 	Lag time.Duration
+	// Suffixes are the DIDs of the operations indexed, in batch order (this domain's anchors
+	// only; nil for another domain's).
+	Suffixes []string
 }
 
 // Run observes anchors as they complete until ctx is done.
@@ -274,7 +280,7 @@ func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) 
 	if err != nil {
 		return Result{}, fmt.Errorf("observe anchor %d: %w", a.Seq, err)
 	}
-	res := Result{Seq: a.Seq, Operations: len(ops)}
+	res := Result{Seq: a.Seq, Operations: len(ops), Suffixes: suffixes}
 	if a.CompletedAt != nil {
 		res.Lag = time.Since(*a.CompletedAt)
 		o.m.lag.Observe(res.Lag.Seconds())
@@ -284,6 +290,9 @@ func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) 
 	o.m.duration.Observe(time.Since(start).Seconds())
 	if o.cfg.ReleaseFunc != nil {
 		o.cfg.ReleaseFunc(suffixes)
+	}
+	if o.cfg.IndexedFunc != nil {
+		o.cfg.IndexedFunc(res)
 	}
 	o.cfg.Logger.DebugContext(ctx, "anchor observed", "seq", a.Seq, "anchor", a.AnchorString, "operations", len(ops))
 	o.signal.Signal(res)

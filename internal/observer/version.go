@@ -120,7 +120,7 @@ func anchoredOps(rows []store.DIDOperation) []sidetree.AnchoredOperation {
 	for i, row := range rows {
 		ops[i] = sidetree.AnchoredOperation{
 			Sequence: uint64(row.AnchorSeq), Position: row.Index,
-			Type: sidetree.OperationType(row.Type), Suffix: row.Suffix, Request: row.Request,
+			Type: sidetree.OperationType(row.Type), Suffix: row.Suffix, Request: row.Request, Origin: row.Origin,
 		}
 	}
 	return ops

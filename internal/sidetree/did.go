@@ -94,7 +94,7 @@ func parseInitialState(encoded string, p Profile) (*Operation, *Error) {
 	if v.Kind != jsontree.Object {
 		return nil, Errorf(CodeInvalidLongFormDID, "initial state must be an object")
 	}
-	if ierr := exactMembers(&v, []string{"delta", "suffixData"}, CodeInvalidLongFormDID, "initial state"); ierr != nil {
+	if ierr := exactMembers(&v, []string{"delta", "suffixData"}, nil, CodeInvalidLongFormDID, "initial state"); ierr != nil {
 		return nil, ierr
 	}
 	req := make([]byte, 0, len(raw)+32)

@@ -152,7 +152,7 @@ func parseServices(v *jsontree.Value, path string) ([]Service, *Error) {
 		if e.Kind != jsontree.Object {
 			return nil, Errorf(CodeInvalidService, "%s must be an object, not %s", p, e.TypeName())
 		}
-		if err := exactMembers(e, []string{"id", "type", "serviceEndpoint"}, CodeInvalidService, p); err != nil {
+		if err := exactMembers(e, []string{"id", "type", "serviceEndpoint"}, nil, CodeInvalidService, p); err != nil {
 			return nil, err
 		}
 		id, err := parseID(e.Member("id"), CodeInvalidService, p+".id")

@@ -77,11 +77,11 @@ func parseCompactJWSString(s string, p Profile, path string) (*compactJWS, *Erro
 	return &compactJWS{raw: s, alg: alg, signingInput: s[:last], payload: payload, signature: sig}, nil
 }
 
-// exactMembers checks that obj has exactly the named members, reporting the first unknown one
-// or the first missing one. path names obj in messages.
-func exactMembers(obj *jsontree.Value, names []string, code Code, path string) *Error {
+// exactMembers checks that obj has exactly the named members, and perhaps some of the optional
+// ones, reporting the first unknown one or the first missing one. path names obj in messages.
+func exactMembers(obj *jsontree.Value, names, optional []string, code Code, path string) *Error {
 	for _, m := range obj.Members {
-		if !contains(names, m.Name) {
+		if !contains(names, m.Name) && !contains(optional, m.Name) {
 			return Errorf(code, "%s: member %s is not allowed (expected exactly %s)", path, jsontree.QuoteExcerpt(m.Name), strings.Join(names, ", "))
 		}
 	}

@@ -13,12 +13,18 @@ const (
 	OperationDeactivate OperationType = "deactivate"
 )
 
+// MaxAnchorOriginLength bounds an anchorOrigin value (a URL or a did:web DID).
+const MaxAnchorOriginLength = 1024
+
 // SuffixData is a create operation's suffixData.
 type SuffixData struct {
 	DeltaHash          string
 	RecoveryCommitment string
-	Type               string // optional DID type; "" when absent
-	canonical          []byte
+	// AnchorOrigin is the optional anchorOrigin member Orb's clients send: the domain that
+	// anchors the DID's operations. It is part of the suffix's hash.
+	AnchorOrigin string
+	Type         string // optional DID type; "" when absent
+	canonical    []byte
 }
 
 // Operation is a parsed operation request.
@@ -48,6 +54,9 @@ type Operation struct {
 	// NextRecoveryCommitment is the recovery commitment the operation installs: suffixData's
 	// for a create, the signed one for a recover.
 	NextRecoveryCommitment string
+	// AnchorOrigin is the anchorOrigin a create (in suffixData) or a recover (in its signed
+	// payload) declares, as Orb's clients send it; "" when absent.
+	AnchorOrigin string
 
 	key      *signingKey
 	jws      *compactJWS
@@ -149,6 +158,7 @@ func parseCreate(v *jsontree.Value, p Profile, mode parseMode) (*Operation, *Err
 		Delta:                  delta,
 		DeltaHash:              sd.DeltaHash,
 		NextRecoveryCommitment: sd.RecoveryCommitment,
+		AnchorOrigin:           sd.AnchorOrigin,
 	}
 	if mode == modeRequest {
 		if got := delta.Hash(); got != sd.DeltaHash {
@@ -164,7 +174,8 @@ func parseCreate(v *jsontree.Value, p Profile, mode parseMode) (*Operation, *Err
 }
 
 // parseSuffixData applies InputValidator.validateSuffixData: an object with only deltaHash,
-// recoveryCommitment and an optional type of at most 4 base64url characters (ION).
+// recoveryCommitment and an optional type of at most 4 base64url characters (ION), plus the
+// optional anchorOrigin string of Orb's protocol.
 func parseSuffixData(v *jsontree.Value, path string) (*SuffixData, *Error) {
 	if v == nil {
 		return nil, Errorf(CodeMissingProperty, "%s is required", path)
@@ -172,7 +183,7 @@ func parseSuffixData(v *jsontree.Value, path string) (*SuffixData, *Error) {
 	if v.Kind != jsontree.Object {
 		return nil, Errorf(CodeInvalidProperty, "%s must be an object, not %s", path, v.TypeName())
 	}
-	if err := onlyMembers(v, []string{"deltaHash", "recoveryCommitment", "type"}, path); err != nil {
+	if err := onlyMembers(v, []string{"deltaHash", "recoveryCommitment", "anchorOrigin", "type"}, path); err != nil {
 		return nil, err
 	}
 	sd := &SuffixData{}
@@ -183,6 +194,9 @@ func parseSuffixData(v *jsontree.Value, path string) (*SuffixData, *Error) {
 	if sd.RecoveryCommitment, err = checkMultihash(v.Member("recoveryCommitment"), path+".recoveryCommitment"); err != nil {
 		return nil, err
 	}
+	if sd.AnchorOrigin, err = parseAnchorOrigin(v.Member("anchorOrigin"), path+".anchorOrigin", CodeInvalidProperty); err != nil {
+		return nil, err
+	}
 	if t := v.Member("type"); t != nil {
 		if t.Kind != jsontree.String || len(t.Str) > 4 || !isBase64URL(t.Str) {
 			return nil, Errorf(CodeInvalidProperty, "%s.type must be a string of 1 to 4 base64url characters", path)
@@ -191,6 +205,19 @@ func parseSuffixData(v *jsontree.Value, path string) (*SuffixData, *Error) {
 	}
 	sd.canonical = v.AppendCanonical(nil)
 	return sd, nil
+}
+
+// parseAnchorOrigin reads an optional anchorOrigin member: absent, or a non-empty string of at
+// most MaxAnchorOriginLength bytes. Orb's parser takes any JSON value and its validator then
+// refuses everything but a string; refusing here keeps a value no one accepts out of batches.
+func parseAnchorOrigin(v *jsontree.Value, path string, code Code) (string, *Error) {
+	if v == nil {
+		return "", nil
+	}
+	if v.Kind != jsontree.String || v.Str == "" || len(v.Str) > MaxAnchorOriginLength {
+		return "", Errorf(code, "%s must be a string of 1 to %d bytes", path, MaxAnchorOriginLength)
+	}
+	return v.Str, nil
 }
 
 // signedShape returns, for a signed operation type, the request members and the exact JWS
@@ -254,7 +281,12 @@ func parseSigned(v *jsontree.Value, typ OperationType, p Profile, mode parseMode
 func (op *Operation) parsePayload(members []string, p Profile) *Error {
 	payload := &op.jws.payload
 	const path = "signedData payload"
-	if err := exactMembers(payload, members, CodeInvalidSignedData, path); err != nil {
+	var optional []string
+	if op.Type == OperationRecover {
+		// Orb's clients may declare the DID's anchor origin anew when they recover it.
+		optional = []string{"anchorOrigin"}
+	}
+	if err := exactMembers(payload, members, optional, CodeInvalidSignedData, path); err != nil {
 		return err
 	}
 	keyName := "recoveryKey"
@@ -279,6 +311,9 @@ func (op *Operation) parsePayload(members []string, p Profile) *Error {
 	}
 	if op.Type == OperationRecover {
 		if op.NextRecoveryCommitment, err = checkMultihash(payload.Member("recoveryCommitment"), path+".recoveryCommitment"); err != nil {
+			return err
+		}
+		if op.AnchorOrigin, err = parseAnchorOrigin(payload.Member("anchorOrigin"), path+".anchorOrigin", CodeInvalidSignedData); err != nil {
 			return err
 		}
 	}
@@ -361,12 +396,17 @@ func buildRequest(op *Operation, delta *jsontree.Value) []byte {
 }
 
 // appendJSON writes suffixData with the member order of the reference implementation's core
-// index file writer (deltaHash, recoveryCommitment, type).
+// index file writer (deltaHash, recoveryCommitment, type), with anchorOrigin before type where
+// Orb's writer puts it.
 func (sd *SuffixData) appendJSON(buf []byte) []byte {
 	buf = append(buf, `{"deltaHash":`...)
 	buf = jsontree.AppendQuoted(buf, sd.DeltaHash)
 	buf = append(buf, `,"recoveryCommitment":`...)
 	buf = jsontree.AppendQuoted(buf, sd.RecoveryCommitment)
+	if sd.AnchorOrigin != "" {
+		buf = append(buf, `,"anchorOrigin":`...)
+		buf = jsontree.AppendQuoted(buf, sd.AnchorOrigin)
+	}
 	if sd.Type != "" {
 		buf = append(buf, `,"type":`...)
 		buf = jsontree.AppendQuoted(buf, sd.Type)

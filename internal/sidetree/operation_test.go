@@ -95,7 +95,12 @@ func TestParseOperationRejectsSuffixData(t *testing.T) {
 	}
 	runRejections(t, []rejection{
 		{name: "not object", base: "create", mutate: func(_ testing.TB, r request) { r["suffixData"] = []any{} }, code: sidetree.CodeInvalidProperty},
-		{name: "extra member", base: "create", mutate: sd(func(m map[string]any) { m["anchorOrigin"] = "x" }), code: sidetree.CodeUnknownProperty},
+		{name: "extra member", base: "create", mutate: sd(func(m map[string]any) { m["anchorFrom"] = "x" }), code: sidetree.CodeUnknownProperty},
+		{name: "anchorOrigin number", base: "create", mutate: sd(func(m map[string]any) { m["anchorOrigin"] = 1 }), code: sidetree.CodeInvalidProperty},
+		{name: "anchorOrigin empty", base: "create", mutate: sd(func(m map[string]any) { m["anchorOrigin"] = "" }), code: sidetree.CodeInvalidProperty},
+		{name: "anchorOrigin too long", base: "create", mutate: sd(func(m map[string]any) {
+			m["anchorOrigin"] = "https://" + strings.Repeat("a", sidetree.MaxAnchorOriginLength)
+		}), code: sidetree.CodeInvalidProperty},
 		{name: "missing deltaHash", base: "create", mutate: sd(func(m map[string]any) { delete(m, "deltaHash") }), code: sidetree.CodeMissingProperty},
 		{name: "deltaHash number", base: "create", mutate: sd(func(m map[string]any) { m["deltaHash"] = 5 }), code: sidetree.CodeInvalidMultihash},
 		{name: "deltaHash padded", base: "create", mutate: sd(func(m map[string]any) { m["deltaHash"] = difDeltaHash + "==" }), code: sidetree.CodeInvalidMultihash},
@@ -211,7 +216,9 @@ func TestParseOperationRejectsSignedData(t *testing.T) {
 		{name: "update payload extra member", base: "update", mutate: resign("update", func(p map[string]any) { p["nonce"] = "x" }), code: sidetree.CodeInvalidSignedData},
 		{name: "update payload missing deltaHash", base: "update", mutate: resign("update", func(p map[string]any) { delete(p, "deltaHash") }), code: sidetree.CodeInvalidSignedData},
 		{name: "update payload deltaHash invalid", base: "update", mutate: resign("update", func(p map[string]any) { p["deltaHash"] = "x" }), code: sidetree.CodeInvalidMultihash},
-		{name: "recover payload anchorOrigin", base: "recover", mutate: resign("recover", func(p map[string]any) { p["anchorOrigin"] = "x" }), code: sidetree.CodeInvalidSignedData},
+		{name: "recover payload anchorOrigin not a string", base: "recover", mutate: resign("recover", func(p map[string]any) { p["anchorOrigin"] = []any{"x"} }), code: sidetree.CodeInvalidSignedData},
+		{name: "recover payload anchorFrom", base: "recover", mutate: resign("recover", func(p map[string]any) { p["anchorFrom"] = 1 }), code: sidetree.CodeInvalidSignedData},
+		{name: "update payload anchorOrigin", base: "update", mutate: resign("update", func(p map[string]any) { p["anchorOrigin"] = "x" }), code: sidetree.CodeInvalidSignedData},
 		{name: "recover payload missing recoveryCommitment", base: "recover", mutate: resign("recover", func(p map[string]any) { delete(p, "recoveryCommitment") }), code: sidetree.CodeInvalidSignedData},
 		{name: "recover next commitment invalid", base: "recover", mutate: resign("recover", func(p map[string]any) { p["recoveryCommitment"] = 7 }), code: sidetree.CodeInvalidMultihash},
 		{name: "deactivate payload with revealValue (core-go shape)", base: "deactivate", mutate: resign("deactivate", func(p map[string]any) { p["revealValue"] = "x" }), code: sidetree.CodeInvalidSignedData},

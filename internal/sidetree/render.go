@@ -212,6 +212,10 @@ func renderDocument(did *DID, st *State, m Metadata) []byte {
 		b = append(b, `,"updateCommitment":`...)
 		b = jsontree.AppendQuoted(b, st.UpdateCommitment)
 	}
+	if origin := st.Origin(); origin != "" {
+		b = append(b, `,"anchorOrigin":`...)
+		b = jsontree.AppendQuoted(b, origin)
+	}
 	b = append(b, '}')
 	b = appendMetadata(b, m)
 	return append(b, "}}"...)

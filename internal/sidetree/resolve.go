@@ -19,12 +19,16 @@ type AnchoredOperation struct {
 	// Request is the operation request rebuilt from the batch files, in the form of
 	// Operation.Request.
 	Request []byte
+	// Origin names the domain whose anchor carried the operation when that is another domain
+	// (its actor IRI); "" for an anchor of this domain.
+	Origin string
 }
 
 type anchoredOp struct {
-	seq uint64
-	pos int
-	op  *Operation
+	seq    uint64
+	pos    int
+	op     *Operation
+	origin string
 }
 
 // Resolve computes a DID's state from its anchored operations (any order; they are sorted by
@@ -40,7 +44,7 @@ func Resolve(p Profile, suffix string, ops []AnchoredOperation) *State {
 		if err != nil || op.Suffix != suffix {
 			continue
 		}
-		parsed = append(parsed, anchoredOp{seq: ops[i].Sequence, pos: ops[i].Position, op: op})
+		parsed = append(parsed, anchoredOp{seq: ops[i].Sequence, pos: ops[i].Position, op: op, origin: ops[i].Origin})
 	}
 	slices.SortStableFunc(parsed, func(a, b anchoredOp) int {
 		return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.pos, b.pos))
@@ -53,7 +57,7 @@ func Resolve(p Profile, suffix string, ops []AnchoredOperation) *State {
 		switch a.op.Type {
 		case OperationCreate:
 			if r == nil {
-				r = newResolution(a.op, a.seq)
+				r = newResolution(a)
 			}
 		case OperationUpdate:
 			k := a.op.KeyCommitment()
@@ -86,9 +90,13 @@ type resolution struct {
 
 // newResolution starts from a create: the recovery commitment always; the update commitment and
 // the document only when the delta is present and matches deltaHash.
-func newResolution(create *Operation, seq uint64) *resolution {
+func newResolution(a anchoredOp) *resolution {
+	create := a.op
 	r := &resolution{
-		st:  &State{Suffix: create.Suffix, RecoveryCommitment: create.SuffixData.RecoveryCommitment, Published: true, LastSequence: seq, CreateSequence: seq},
+		st: &State{
+			Suffix: create.Suffix, RecoveryCommitment: create.SuffixData.RecoveryCommitment, Published: true,
+			LastSequence: a.seq, CreateSequence: a.seq, AnchorOrigin: create.AnchorOrigin, AnchoredBy: a.origin,
+		},
 		doc: newDocumentBuilder(Document{}),
 	}
 	if create.Delta != nil && create.Delta.Hash() == create.SuffixData.DeltaHash {
@@ -113,7 +121,7 @@ func (r *resolution) chain(byCommitment map[string][]anchoredOp, recovery bool) 
 		}
 		applied := false
 		for _, c := range byCommitment[expected] {
-			if r.apply(c.op, c.seq) {
+			if r.apply(c) {
 				applied = true
 				break
 			}
@@ -130,8 +138,8 @@ func (r *resolution) chain(byCommitment map[string][]anchoredOp, recovery bool) 
 // verify, an update's delta must match its deltaHash; and, as isCommitValueReused, the
 // operation must not install a commitment already consumed or the one it opens. Every check
 // comes before any change, so an operation that does not apply leaves the state as it was.
-func (r *resolution) apply(op *Operation, seq uint64) bool {
-	st := r.st
+func (r *resolution) apply(a anchoredOp) bool {
+	op, seq, st := a.op, a.seq, r.st
 	// The reference implementation detects "not applied" by an unchanged transaction number, so
 	// an operation anchored in the same transaction as the previous one never applies.
 	if seq == st.LastSequence {
@@ -161,6 +169,9 @@ func (r *resolution) apply(op *Operation, seq uint64) bool {
 			return false
 		}
 		st.RecoveryCommitment, st.UpdateCommitment = next, ""
+		if op.AnchorOrigin != "" {
+			st.AnchorOrigin = op.AnchorOrigin
+		}
 		r.doc = newDocumentBuilder(Document{})
 		if op.Delta != nil && op.Delta.Hash() == op.DeltaHash {
 			st.UpdateCommitment = op.Delta.UpdateCommitment
@@ -177,5 +188,6 @@ func (r *resolution) apply(op *Operation, seq uint64) bool {
 		return false
 	}
 	st.LastSequence = seq
+	st.AnchoredBy = a.origin
 	return true
 }

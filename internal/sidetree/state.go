@@ -16,6 +16,12 @@ type State struct {
 	Published bool
 	// LastSequence is the anchor sequence number of the last operation applied.
 	LastSequence uint64
+	// AnchorOrigin is the anchorOrigin the DID's create, or its latest applied recover that
+	// declares one, declares; "" when none does.
+	AnchorOrigin string
+	// AnchoredBy is the other domain whose anchor carried the last operation applied (see
+	// AnchoredOperation.Origin); "" when it was anchored here.
+	AnchoredBy string
 	// Operations is the number of anchored operations of the DID that resolution read, applied
 	// or not: what resolving the DID costs, and what Profile.MaxOperationsPerDID bounds. It is 0
 	// for an unpublished state.
@@ -38,6 +44,16 @@ func InitialState(create *Operation) *State {
 	st := applyCreate(create, 0)
 	st.Published = false
 	return st
+}
+
+// Origin is what resolution metadata reports as the DID's anchorOrigin, the domain that knows
+// its latest anchor: the origin the DID declares, else the other domain whose anchor carried its
+// last operation; "" (not reported) for a DID anchored here that declares none.
+func (s *State) Origin() string {
+	if s.AnchorOrigin != "" {
+		return s.AnchorOrigin
+	}
+	return s.AnchoredBy
 }
 
 // Check tests an operation that passed ParseOperation against the DID's current state; s is nil
@@ -144,7 +160,7 @@ func (s *State) markUsed(recovery bool, commitment string) {
 // applyCreate gives the state of a create: the recovery commitment always; the update
 // commitment and the document only when the delta is present and matches deltaHash.
 func applyCreate(op *Operation, seq uint64) *State {
-	r := newResolution(op, seq)
+	r := newResolution(anchoredOp{seq: seq, op: op})
 	r.st.Document = r.doc.document()
 	return r.st
 }

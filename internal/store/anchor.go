@@ -31,6 +31,14 @@ type Anchor struct {
 	CreatedAt   time.Time
 	CompletedAt *time.Time
 	ObservedAt  *time.Time
+	// Origin is the actor IRI of the domain that made the anchor when it is another domain's
+	// (Backend AnchorBackendFederation); "" for this domain's anchors.
+	Origin string
+	// Hashlink is the anchor's hashlink: set when this domain publishes its anchor, and at
+	// insert for another domain's. Unique where set.
+	Hashlink string
+	// PublishedAt is when this domain's anchor was posted to its followers.
+	PublishedAt *time.Time
 }
 
 // AnchorInsertParams records a new anchor.
@@ -42,6 +50,12 @@ type AnchorInsertParams struct {
 	Status       string
 	Record       []byte
 	Signature    []byte
+	// Origin and Hashlink record another domain's anchor (see Anchor); Observed records it as
+	// observed at once, because its operations are indexed in the same transaction. An anchor
+	// with a Hashlink already recorded is refused with ErrConflict.
+	Origin   string
+	Hashlink string
+	Observed bool
 }
 
 // AnchorListParams pages through anchors in seq order.
@@ -66,6 +80,9 @@ type DIDOperation struct {
 	Index   int
 	Type    string
 	Request []byte
+	// Origin is the Origin of the operation's anchor; DIDOperationList fills it, inserts
+	// ignore it.
+	Origin string
 }
 
 // Before returns the exclusive upper bound of the page's sequence numbers: BeforeSeq, or past

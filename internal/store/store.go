@@ -51,6 +51,7 @@ type Executor interface {
 	LedgerExecutor
 	PendingExecutor
 	CASPinExecutor
+	AnchorLinkExecutor
 	ActivityExecutor
 
 	// Now returns the database clock.

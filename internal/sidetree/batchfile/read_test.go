@@ -3,12 +3,14 @@ package batchfile
 import (
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/anchord/anchord/internal/sidetree"
+	"github.com/anchord/anchord/internal/sidetree/wallet"
 )
 
 // fixture is a valid stored batch whose files a test may replace.
@@ -343,4 +345,38 @@ func TestReadEmptyBatchAndDeactivateOnly(t *testing.T) {
 	b, err = f.read(DefaultLimits())
 	require.NoError(t, err)
 	require.Empty(t, b.Operations)
+}
+
+func TestReadKeepsAnchorOrigins(t *testing.T) {
+	t.Parallel()
+	const origin = "https://a.example/services/anchord"
+	w := wallet.New(wallet.Config{AnchorOrigin: origin, Rand: rand.NewChaCha8([32]byte{7})})
+	_, create, err := w.Create()
+	require.NoError(t, err)
+	// The recover is for another DID: the builder does not look at state.
+	other, _, err := w.Create()
+	require.NoError(t, err)
+	recover, err := w.Recover(other)
+	require.NoError(t, err)
+	var ops []*sidetree.Operation
+	for _, req := range [][]byte{create, recover} {
+		op, err := sidetree.ParseOperation(req, profile)
+		require.NoError(t, err)
+		ops = append(ops, op)
+	}
+	files, err := Build(ops, cidv0, cidLimits())
+	require.NoError(t, err)
+	s := newStore()
+	s.put(files)
+	b, err := Read(profile, files.Anchor.String(), s.fetch, cidLimits())
+	require.NoError(t, err)
+	require.NoError(t, b.ProvisionalErr)
+	require.Len(t, b.Operations, 2)
+	for i, op := range ops {
+		require.Equal(t, string(op.Request), string(b.Operations[i].Request), "operation %d", i)
+		parsed, err := sidetree.ParseOperation(b.Operations[i].Request, profile)
+		require.NoError(t, err)
+		require.Equal(t, origin, parsed.AnchorOrigin)
+		require.Equal(t, op.Suffix, parsed.Suffix)
+	}
 }

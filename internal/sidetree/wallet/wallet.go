@@ -22,6 +22,9 @@ type Config struct {
 	Rand io.Reader
 	// Profile supplies the DID method for Identity.DID; zero means sidetree.DefaultProfile().
 	Profile sidetree.Profile
+	// AnchorOrigin, if set, is declared by every create (in suffixData) and recover (in its
+	// signed payload), as Orb's clients declare the domain that anchors a DID.
+	AnchorOrigin string
 }
 
 // Wallet creates identities and the requests that change them. It holds no mutable state and
@@ -65,7 +68,7 @@ func (w *Wallet) Create(patches ...Patch) (*Identity, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("create: %w", err)
 	}
-	req, suffix, err := CreateRequest(recovery.Commitment(), update.Commitment(), patches...)
+	req, suffix, err := createRequest(recovery.Commitment(), update.Commitment(), w.cfg.AnchorOrigin, patches)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -102,7 +105,7 @@ func (w *Wallet) Recover(id *Identity, patches ...Patch) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recover: %w", err)
 	}
-	req, err := RecoverRequest(id.Suffix, id.RecoveryKey, nextRecovery.Commitment(), nextUpdate.Commitment(), patches...)
+	req, err := recoverRequest(id.Suffix, id.RecoveryKey, nextRecovery.Commitment(), nextUpdate.Commitment(), w.cfg.AnchorOrigin, patches)
 	if err != nil {
 		return nil, err
 	}
@@ -146,18 +149,32 @@ func patchesLen(patches []Patch) int {
 // CreateRequest builds a create request from the two commitments and the patches, and returns
 // it with the DID suffix.
 func CreateRequest(recoveryCommitment, updateCommitment string, patches ...Patch) ([]byte, string, error) {
+	return createRequest(recoveryCommitment, updateCommitment, "", patches)
+}
+
+func createRequest(recoveryCommitment, updateCommitment, anchorOrigin string, patches []Patch) ([]byte, string, error) {
 	d, deltaHash, err := delta(updateCommitment, patches)
 	if err != nil {
 		return nil, "", fmt.Errorf("create request: %w", err)
 	}
-	sd := make([]byte, 0, 128)
+	sd := make([]byte, 0, 128+len(anchorOrigin))
 	sd = append(sd, `{"deltaHash":`...)
 	sd = appendString(sd, deltaHash)
 	sd = append(sd, `,"recoveryCommitment":`...)
 	sd = appendString(sd, recoveryCommitment)
+	if anchorOrigin != "" {
+		sd = append(sd, `,"anchorOrigin":`...)
+		sd = appendString(sd, anchorOrigin)
+	}
 	sd = append(sd, '}')
-	// suffixData above is already canonical: two string members in JCS order.
-	suffix := sidetree.HashOut(sd)
+	// Without an origin suffixData is already canonical: two string members in JCS order.
+	canon := sd
+	if anchorOrigin != "" {
+		if canon, err = sidetree.Canonicalize(sd); err != nil {
+			return nil, "", fmt.Errorf("create request: %w", err)
+		}
+	}
+	suffix := sidetree.HashOut(canon)
 	req := make([]byte, 0, len(sd)+len(d)+48)
 	req = append(req, `{"type":"create","suffixData":`...)
 	req = append(req, sd...)
@@ -184,6 +201,10 @@ func UpdateRequest(suffix string, key *Key, nextUpdateCommitment string, patches
 
 // RecoverRequest builds a recover request signed with key.
 func RecoverRequest(suffix string, key *Key, nextRecoveryCommitment, nextUpdateCommitment string, patches ...Patch) ([]byte, error) {
+	return recoverRequest(suffix, key, nextRecoveryCommitment, nextUpdateCommitment, "", patches)
+}
+
+func recoverRequest(suffix string, key *Key, nextRecoveryCommitment, nextUpdateCommitment, anchorOrigin string, patches []Patch) ([]byte, error) {
 	d, deltaHash, err := delta(nextUpdateCommitment, patches)
 	if err != nil {
 		return nil, fmt.Errorf("recover request: %w", err)
@@ -195,6 +216,10 @@ func RecoverRequest(suffix string, key *Key, nextRecoveryCommitment, nextUpdateC
 	payload = append(payload, key.jwk...)
 	payload = append(payload, `,"deltaHash":`...)
 	payload = appendString(payload, deltaHash)
+	if anchorOrigin != "" {
+		payload = append(payload, `,"anchorOrigin":`...)
+		payload = appendString(payload, anchorOrigin)
+	}
 	payload = append(payload, '}')
 	return signedRequest("recover", suffix, key, payload, d), nil
 }

@@ -30,7 +30,7 @@ func (e executor) CASGet(ctx context.Context, cid string) ([]byte, error) {
 // AnchorInsert implements store.Executor.
 func (e executor) AnchorInsert(ctx context.Context, p store.AnchorInsertParams) (store.Anchor, error) {
 	a, err := scanAnchor(e.q.QueryRow(ctx, qAnchorInsert, p.AnchorString, p.CoreIndexCID, p.OpCount, p.Backend,
-		p.Status, p.Record, p.Signature))
+		p.Status, p.Record, p.Signature, p.Observed, p.Origin, p.Hashlink))
 	if err != nil {
 		return a, fmt.Errorf("record anchor %s: %w", p.AnchorString, interpretError(err))
 	}
@@ -95,11 +95,18 @@ func (e executor) AnchorMarkObserved(ctx context.Context, seq int64) error {
 
 func scanAnchor(r pgx.Row) (store.Anchor, error) {
 	var a store.Anchor
-	var completed, observed *time.Time
+	var completed, observed, published *time.Time
+	var origin, hashlink *string
 	err := r.Scan(&a.Seq, &a.AnchorString, &a.CoreIndexCID, &a.OpCount, &a.Backend, &a.Status, &a.Record,
-		&a.Signature, &a.Error, &a.CreatedAt, &completed, &observed)
+		&a.Signature, &a.Error, &a.CreatedAt, &completed, &observed, &origin, &hashlink, &published)
 	a.CreatedAt = a.CreatedAt.UTC()
-	a.CompletedAt, a.ObservedAt = utcPtr(completed), utcPtr(observed)
+	a.CompletedAt, a.ObservedAt, a.PublishedAt = utcPtr(completed), utcPtr(observed), utcPtr(published)
+	if origin != nil {
+		a.Origin = *origin
+	}
+	if hashlink != nil {
+		a.Hashlink = *hashlink
+	}
 	return a, err
 }
 
@@ -138,7 +145,7 @@ func (e executor) DIDOperationList(ctx context.Context, suffix string) ([]store.
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.DIDOperation, error) {
 		var op store.DIDOperation
-		err := r.Scan(&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request)
+		err := r.Scan(&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request, &op.Origin)
 		return op, err
 	})
 	if err != nil {

@@ -52,10 +52,12 @@ const (
 	qCASGet = `SELECT data FROM cas_objects WHERE cid = $1`
 
 	qAnchorColumns = `seq, anchor_string, core_index_cid, op_count, backend, status, record, signature,
-		error, created_at, completed_at, observed_at`
+		error, created_at, completed_at, observed_at, origin, hashlink, published_at`
 	qAnchorInsert = `INSERT INTO anchors
-		(anchor_string, core_index_cid, op_count, backend, status, record, signature, completed_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $5 = 'completed' THEN now() END)
+		(anchor_string, core_index_cid, op_count, backend, status, record, signature, completed_at,
+		observed_at, origin, hashlink)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $5 = 'completed' THEN now() END,
+		CASE WHEN $8 THEN now() END, NULLIF($9, ''), NULLIF($10, ''))
 		RETURNING ` + qAnchorColumns
 	qAnchorGet        = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq = $1`
 	qAnchorList       = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq > $1 ORDER BY seq LIMIT $2`
@@ -69,8 +71,9 @@ const (
 	qDIDOperationInsert = `INSERT INTO did_operations (suffix, anchor_seq, op_index, op_type, request)
 		SELECT * FROM unnest($1::text[], $2::bigint[], $3::int[], $4::text[], $5::bytea[])
 		ON CONFLICT DO NOTHING`
-	qDIDOperationList = `SELECT suffix, anchor_seq, op_index, op_type, request FROM did_operations
-		WHERE suffix = $1 ORDER BY anchor_seq, op_index`
+	qDIDOperationList = `SELECT d.suffix, d.anchor_seq, d.op_index, d.op_type, d.request, COALESCE(a.origin, '')
+		FROM did_operations d LEFT JOIN anchors a ON a.seq = d.anchor_seq
+		WHERE d.suffix = $1 ORDER BY d.anchor_seq, d.op_index`
 	qDIDLastAnchors = `SELECT suffix, max(anchor_seq) FROM did_operations WHERE suffix = ANY($1) GROUP BY suffix`
 )
 
@@ -103,3 +106,26 @@ const qOpQueueOwned = `SELECT id FROM op_queue WHERE instance_id = $1 AND id = A
 const qAnchoredOpsDeleteByAnchor = `DELETE FROM anchored_ops WHERE anchor_seq = $1`
 
 const qDIDSuffixList = `SELECT DISTINCT suffix FROM did_operations WHERE suffix > $1 ORDER BY suffix LIMIT $2`
+
+const (
+	// FOR UPDATE without SKIP LOCKED: publishers take turns on the lowest anchor, because each
+	// anchor's hashlink depends on those published before it.
+	qAnchorNextToPublish = `SELECT ` + qAnchorColumns + ` FROM anchors
+		WHERE origin IS NULL AND published_at IS NULL AND status <> 'failed' ORDER BY seq LIMIT 1 FOR UPDATE`
+	qAnchorMarkPublished = `UPDATE anchors SET hashlink = $1, published_at = now()
+		WHERE seq = $2 AND origin IS NULL AND published_at IS NULL`
+	qAnchorsByHashlink = `SELECT hashlink, seq FROM anchors WHERE hashlink = ANY($1)`
+	qDIDLatestAnchors  = `SELECT m.suffix, a.seq, COALESCE(a.hashlink, '')
+		FROM (SELECT suffix, max(anchor_seq) AS seq FROM did_operations
+			WHERE suffix = ANY($1) AND anchor_seq < $2 GROUP BY suffix) m
+		JOIN anchors a ON a.seq = m.seq`
+
+	qWaitingAnchorInsert = `INSERT INTO waiting_anchors (hashlink, origin, sender, live, waiting_for, event)
+		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (hashlink) DO NOTHING`
+	qWaitingAnchorReady = `SELECT w.hashlink, w.origin, w.sender, w.live, w.waiting_for, w.event, w.created_at
+		FROM waiting_anchors w WHERE EXISTS (SELECT 1 FROM anchors a WHERE a.hashlink = w.waiting_for)
+		ORDER BY w.created_at, w.hashlink LIMIT $1`
+	qWaitingAnchorUpdate = `UPDATE waiting_anchors SET waiting_for = $1 WHERE hashlink = $2`
+	qWaitingAnchorDelete = `DELETE FROM waiting_anchors WHERE hashlink = $1`
+	qWaitingAnchorCount  = `SELECT count(*) FROM waiting_anchors WHERE $1 = '' OR origin = $1`
+)

@@ -17,8 +17,12 @@ func (e executor) AnchorInsert(ctx context.Context, p store.AnchorInsertParams) 
 	if p.Status == store.AnchorCompleted {
 		completed = sql.NullInt64{Int64: now, Valid: true}
 	}
+	var observed sql.NullInt64
+	if p.Observed {
+		observed = sql.NullInt64{Int64: now, Valid: true}
+	}
 	a, err := scanAnchor(e.w.QueryRowContext(ctx, qAnchorInsert, p.AnchorString, p.CoreIndexCID, p.OpCount,
-		p.Backend, p.Status, p.Record, p.Signature, now, completed))
+		p.Backend, p.Status, p.Record, p.Signature, now, completed, observed, nullString(p.Origin), nullString(p.Hashlink)))
 	if err != nil {
 		return a, fmt.Errorf("record anchor %s: %w", p.AnchorString, interpretError(err))
 	}
@@ -107,12 +111,15 @@ func (e executor) AnchorMarkObserved(ctx context.Context, seq int64) error {
 func scanAnchor(r scanner) (store.Anchor, error) {
 	var a store.Anchor
 	var created int64
-	var completed, observed sql.NullInt64
+	var completed, observed, published sql.NullInt64
+	var origin, hashlink sql.NullString
 	err := r.Scan(&a.Seq, &a.AnchorString, &a.CoreIndexCID, &a.OpCount, &a.Backend, &a.Status, &a.Record,
-		&a.Signature, &a.Error, &created, &completed, &observed)
+		&a.Signature, &a.Error, &created, &completed, &observed, &origin, &hashlink, &published)
 	a.CreatedAt = fromMicros(created)
 	a.CompletedAt = fromNullMicros(completed)
 	a.ObservedAt = fromNullMicros(observed)
+	a.PublishedAt = fromNullMicros(published)
+	a.Origin, a.Hashlink = origin.String, hashlink.String
 	return a, err
 }
 
@@ -152,7 +159,7 @@ func (e executor) DIDOperationList(ctx context.Context, suffix string) ([]store.
 	var out []store.DIDOperation
 	for rows.Next() {
 		var op store.DIDOperation
-		if err := rows.Scan(&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request); err != nil {
+		if err := rows.Scan(&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request, &op.Origin); err != nil {
 			return nil, fmt.Errorf("list operations of %s: %w", suffix, err)
 		}
 		out = append(out, op)
@@ -218,3 +225,6 @@ func (e executor) DIDSuffixList(ctx context.Context, after string, limit int) ([
 	}
 	return out, nil
 }
+
+// nullString stores "" as NULL: unique indexes then admit any number of rows without a value.
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }

@@ -51,10 +51,11 @@ const (
 	qCASGet = `SELECT data FROM cas_objects WHERE cid = ?`
 
 	qAnchorColumns = `seq, anchor_string, core_index_cid, op_count, backend, status, record, signature,
-		error, created_at, completed_at, observed_at`
+		error, created_at, completed_at, observed_at, origin, hashlink, published_at`
 	qAnchorInsert = `INSERT INTO anchors
-		(anchor_string, core_index_cid, op_count, backend, status, record, signature, created_at, completed_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ` + qAnchorColumns
+		(anchor_string, core_index_cid, op_count, backend, status, record, signature, created_at, completed_at,
+		observed_at, origin, hashlink)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ` + qAnchorColumns
 	qAnchorGet           = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq = ?`
 	qAnchorList          = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq > ? ORDER BY seq LIMIT ?`
 	qAnchorListLatest    = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq < ? ORDER BY seq DESC LIMIT ?`
@@ -66,8 +67,9 @@ const (
 	// qDIDOperationInsert is completed with one "(?, ?, ?, ?, ?)" per row.
 	qDIDOperationInsert = `INSERT INTO did_operations (suffix, anchor_seq, op_index, op_type, request)
 		VALUES %s ON CONFLICT DO NOTHING`
-	qDIDOperationList = `SELECT suffix, anchor_seq, op_index, op_type, request FROM did_operations
-		WHERE suffix = ? ORDER BY anchor_seq, op_index`
+	qDIDOperationList = `SELECT d.suffix, d.anchor_seq, d.op_index, d.op_type, d.request, COALESCE(a.origin, '')
+		FROM did_operations d LEFT JOIN anchors a ON a.seq = d.anchor_seq
+		WHERE d.suffix = ? ORDER BY d.anchor_seq, d.op_index`
 	// qDIDLastAnchors is completed with one placeholder per suffix.
 	qDIDLastAnchors = `SELECT suffix, MAX(anchor_seq) FROM did_operations WHERE suffix IN (%s) GROUP BY suffix`
 )
@@ -100,3 +102,27 @@ const qOpQueueOwned = `SELECT id FROM op_queue WHERE instance_id = ? AND id IN (
 const qAnchoredOpsDeleteByAnchor = `DELETE FROM anchored_ops WHERE anchor_seq = ?`
 
 const qDIDSuffixList = `SELECT DISTINCT suffix FROM did_operations WHERE suffix > ? ORDER BY suffix LIMIT ?`
+
+const (
+	qAnchorNextToPublish = `SELECT ` + qAnchorColumns + ` FROM anchors
+		WHERE origin IS NULL AND published_at IS NULL AND status <> 'failed' ORDER BY seq LIMIT 1`
+	qAnchorMarkPublished = `UPDATE anchors SET hashlink = ?, published_at = ?
+		WHERE seq = ? AND origin IS NULL AND published_at IS NULL`
+	// qAnchorsByHashlink is completed with one placeholder per hashlink.
+	qAnchorsByHashlink = `SELECT hashlink, seq FROM anchors WHERE hashlink IN (%s)`
+	// qDIDLatestAnchors is completed with one placeholder per suffix, then takes beforeSeq.
+	qDIDLatestAnchors = `SELECT m.suffix, a.seq, COALESCE(a.hashlink, '')
+		FROM (SELECT suffix, MAX(anchor_seq) AS seq FROM did_operations
+			WHERE suffix IN (%s) AND anchor_seq < ? GROUP BY suffix) m
+		JOIN anchors a ON a.seq = m.seq`
+
+	qWaitingAnchorColumns = `hashlink, origin, sender, live, waiting_for, event, created_at`
+	qWaitingAnchorInsert  = `INSERT INTO waiting_anchors (` + qWaitingAnchorColumns + `)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (hashlink) DO NOTHING`
+	qWaitingAnchorReady = `SELECT w.hashlink, w.origin, w.sender, w.live, w.waiting_for, w.event, w.created_at
+		FROM waiting_anchors w WHERE EXISTS (SELECT 1 FROM anchors a WHERE a.hashlink = w.waiting_for)
+		ORDER BY w.created_at, w.hashlink LIMIT ?`
+	qWaitingAnchorUpdate = `UPDATE waiting_anchors SET waiting_for = ? WHERE hashlink = ?`
+	qWaitingAnchorDelete = `DELETE FROM waiting_anchors WHERE hashlink = ?`
+	qWaitingAnchorCount  = `SELECT COUNT(*) FROM waiting_anchors WHERE ? = '' OR origin = ?`
+)

@@ -168,6 +168,7 @@ func Exercise(t *testing.T, newOpener func(t testing.TB) Opener, migrations []st
 	exerciseAnchoredOps(t, setup)
 	exerciseTask(t, setup)
 	exerciseLedger(t, setup)
+	exerciseAnchorLinks(t, setup)
 	exerciseActivity(t, setup)
 
 	t.Run("Settings", func(t *testing.T) {

@@ -1,0 +1,146 @@
+package observer
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/sidetree"
+	"github.com/anchord/anchord/internal/store"
+	"github.com/anchord/anchord/internal/store/storetest"
+)
+
+const originA = "https://a.example/services/anchord"
+
+// foreign builds a ForeignAnchor of the given requests, in batch order.
+func foreign(t *testing.T, hashlink string, reqs ...[]byte) ForeignAnchor {
+	t.Helper()
+	a := ForeignAnchor{AnchorString: "1.QmForeign" + hashlink, CoreIndexCID: "QmForeign" + hashlink, Origin: originA, Hashlink: hashlink}
+	for i, r := range reqs {
+		op, err := sidetree.ParseOperation(r, sidetree.DefaultProfile())
+		require.NoError(t, err)
+		a.Operations = append(a.Operations, sidetree.AnchoredOperation{Position: i, Type: op.Type, Suffix: op.Suffix, Request: op.Request})
+	}
+	return a
+}
+
+func TestObserveForeignIndexesWhatItKeeps(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st store.Store) {
+		b := setup(t, st)
+		ctx := context.Background()
+		// Embedded mode: the filter and the trusted cache must see foreign writes too.
+		known := NewKnown()
+		r := NewResolver(sidetree.DefaultProfile(), st, known)
+		o, err := New(Config{Profile: sidetree.DefaultProfile(), Known: known, Resolver: r, Logger: anchordtest.Logger(t)}, st, b.cas.FetchFunc)
+		require.NoError(t, err)
+		o.signal.Init(t)
+
+		alice, createA, err := b.wallet.Create()
+		require.NoError(t, err)
+		bob, createB, err := b.wallet.Create()
+		require.NoError(t, err)
+		// Resolved (and cached) as absent before the anchor arrives.
+		stA, err := r.State(ctx, alice.Suffix)
+		require.NoError(t, err)
+		require.Nil(t, stA)
+
+		var seenSeq int64
+		res, err := o.ObserveForeign(ctx, foreign(t, "hl:one", createA, createB), func(ctx context.Context, tx store.Executor, seq int64, ops []sidetree.AnchoredOperation) ([]sidetree.AnchoredOperation, error) {
+			seenSeq = seq
+			require.NoError(t, tx.SettingInsert(ctx, "written-with-the-anchor", []byte("yes")))
+			return ops[:1], nil // bob's create is refused
+		})
+		require.NoError(t, err)
+		require.Equal(t, seenSeq, res.Seq)
+		require.Equal(t, 1, res.Operations)
+
+		a, err := st.AnchorGet(ctx, res.Seq)
+		require.NoError(t, err)
+		require.Equal(t, originA, a.Origin)
+		require.Equal(t, "hl:one", a.Hashlink)
+		require.Equal(t, store.AnchorBackendFederation, a.Backend)
+		require.Equal(t, 2, a.OpCount)
+		require.NotNil(t, a.ObservedAt)
+		_, err = st.SettingGet(ctx, "written-with-the-anchor")
+		require.NoError(t, err)
+
+		require.True(t, known.MayContain(alice.Suffix))
+		stA, err = r.State(ctx, alice.Suffix)
+		require.NoError(t, err)
+		require.NotNil(t, stA, "the cached absence was forgotten")
+		require.True(t, stA.Published)
+		require.Equal(t, originA, stA.Origin(), "resolution names the origin domain")
+		stB, err := r.State(ctx, bob.Suffix)
+		require.NoError(t, err)
+		require.Nil(t, stB, "refused operations are not indexed")
+
+		// The local observer never reads it; a second delivery changes nothing.
+		again, err := o.runOnce(ctx)
+		require.NoError(t, err)
+		require.Zero(t, again.Seq)
+		_, err = o.ObserveForeign(ctx, foreign(t, "hl:one", createA, createB), nil)
+		require.ErrorIs(t, err, store.ErrConflict)
+		rows, err := st.DIDOperationList(ctx, alice.Suffix)
+		require.NoError(t, err)
+		require.Len(t, rows, 1)
+		require.Equal(t, originA, rows[0].Origin)
+	})
+}
+
+func TestObserveForeignRollsBackOnError(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	b := setup(t, st)
+	ctx := context.Background()
+	o := b.observer(t)
+	id, create, err := b.wallet.Create()
+	require.NoError(t, err)
+	boom := errors.New("boom")
+	_, err = o.ObserveForeign(ctx, foreign(t, "hl:two", create), func(context.Context, store.Executor, int64, []sidetree.AnchoredOperation) ([]sidetree.AnchoredOperation, error) {
+		return nil, boom
+	})
+	require.ErrorIs(t, err, boom)
+	got, err := st.AnchorsByHashlink(ctx, []string{"hl:two"})
+	require.NoError(t, err)
+	require.Empty(t, got, "no anchor without its operations")
+	rows, err := st.DIDOperationList(ctx, id.Suffix)
+	require.NoError(t, err)
+	require.Empty(t, rows)
+
+	// Without a function every operation is indexed.
+	res, err := o.ObserveForeign(ctx, foreign(t, "hl:two", create), nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Operations)
+}
+
+func TestIndexedFuncHearsOfEveryAnchor(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	b := setup(t, st)
+	ctx := context.Background()
+	var heard []Result
+	o, err := New(Config{Profile: sidetree.DefaultProfile(), IndexedFunc: func(r Result) { heard = append(heard, r) }, Logger: anchordtest.Logger(t)}, st, b.cas.FetchFunc)
+	require.NoError(t, err)
+	id, local, err := b.wallet.Create()
+	require.NoError(t, err)
+	a := b.anchorOps(t, local)
+	_, err = o.CatchUp(ctx)
+	require.NoError(t, err)
+	_, remote, err := b.wallet.Create()
+	require.NoError(t, err)
+	res, err := o.ObserveForeign(ctx, foreign(t, "hl:heard", remote), nil)
+	require.NoError(t, err)
+	require.Len(t, heard, 2)
+	require.Equal(t, a.Seq, heard[0].Seq)
+	require.Equal(t, []string{id.Suffix}, heard[0].Suffixes, "our anchor's DIDs, for its publication")
+	require.Nil(t, heard[1].Suffixes)
+	require.Equal(t, res, heard[1])
+	// A failed indexing is not heard of.
+	_, err = o.ObserveForeign(ctx, foreign(t, "hl:heard", remote), nil)
+	require.Error(t, err)
+	require.Len(t, heard, 2)
+}

@@ -1,0 +1,188 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/activity"
+	"github.com/anchord/anchord/internal/sidetree/wallet"
+	"github.com/anchord/anchord/internal/store"
+	"github.com/anchord/anchord/internal/vc"
+)
+
+func TestPublishInSequenceOnce(t *testing.T) {
+	t.Parallel()
+	a := newDomain(t, newNetwork(), "a", sqlite(t))
+	ctx := context.Background()
+	w := wallet.New(wallet.Config{})
+	x, createX, err := w.Create()
+	require.NoError(t, err)
+	y, createY, err := w.Create()
+	require.NoError(t, err)
+	a1 := a.anchorOps(createX, createY)
+	updateX, err := w.Update(x)
+	require.NoError(t, err)
+	a2 := a.anchorOps(updateX)
+
+	creates := a.publishAll()
+	require.Len(t, creates, 2)
+	require.Empty(t, a.publishAll(), "published once")
+
+	var links []*activity.Link
+	for i, p := range creates {
+		act := p.act
+		require.Equal(t, activity.TypeCreate, act.Type)
+		require.Equal(t, a.id.ActorIRI, act.Actor)
+		require.Equal(t, activity.Strings{a.id.FollowersIRI, activity.PublicIRI}, act.To)
+		require.NotNil(t, act.Published)
+		require.Empty(t, p.exclude)
+		// What followers receive parses and checks as Orb's shape.
+		parsed, err := activity.Parse(p.body)
+		require.NoError(t, err)
+		ev := parsed.Object.AnchorEvent
+		require.NotNil(t, ev)
+		require.NoError(t, ev.VerifyURL())
+		link := ev.Object.Link()
+		require.NoError(t, link.Validate())
+		require.Equal(t, a.id.ActorIRI, link.Author.First())
+		require.Contains(t, string(p.body), `"author":[{"href":"`+a.id.ActorIRI+`"}]`)
+		require.Contains(t, string(p.body), `"profile":[{"href":"`+activity.ProfileOrbV0+`"}]`)
+		links = append(links, link)
+
+		// The linkset is served from /cas/<cid> under the url's link.
+		h, err := ev.Hashlink()
+		require.NoError(t, err)
+		require.Len(t, h.Links, 1)
+		served, err := a.net.fetch(ctx, h.Links[0], 1<<20)
+		require.NoError(t, err)
+		require.NoError(t, h.Verify(served))
+
+		// The anchor is marked published under the link's anchor hashlink.
+		seq := []int64{a1.Seq, a2.Seq}[i]
+		got, err := a.st.AnchorGet(ctx, seq)
+		require.NoError(t, err)
+		require.Equal(t, link.Anchor, got.Hashlink)
+		require.NotNil(t, got.PublishedAt)
+
+		// The credential is signed by the domain key on its did:web.
+		raw, err := link.Replies[0].Content(0)
+		require.NoError(t, err)
+		cred, err := vc.ParseCredential(raw)
+		require.NoError(t, err)
+		require.Equal(t, a.id.DID, cred.Issuer())
+		doc, err := vc.NewDIDDocument(a.id.DID, a.didKey())
+		require.NoError(t, err)
+		require.Len(t, cred.Proofs(), 1)
+		require.NoError(t, vc.VerifyProof(ctx, cred, cred.Proofs()[0], vc.DocumentResolver(doc)))
+	}
+
+	// The first anchor creates both DIDs; the second names the first as x's previous anchor.
+	c1, err := links[0].AnchorContent()
+	require.NoError(t, err)
+	require.ElementsMatch(t, []activity.SuffixAnchor{{Suffix: x.Suffix}, {Suffix: y.Suffix}}, c1.Operations)
+	c2, err := links[1].AnchorContent()
+	require.NoError(t, err)
+	require.Equal(t, []activity.SuffixAnchor{{Suffix: x.Suffix, Previous: links[0].Anchor}}, c2.Operations)
+	require.Equal(t, a.id.ActorIRI, c2.Author)
+}
+
+func TestPublisherWaitsForTheAnchorBefore(t *testing.T) {
+	t.Parallel()
+	a := newDomain(t, newNetwork(), "a", sqlite(t))
+	ctx := context.Background()
+	w := wallet.New(wallet.Config{})
+
+	// A failed anchor is never published and holds nothing back.
+	_, err := a.st.AnchorInsert(ctx, store.AnchorInsertParams{AnchorString: "1.QmFailed", CoreIndexCID: "QmFailed", OpCount: 1, Backend: "local", Status: store.AnchorFailed})
+	require.NoError(t, err)
+	_, c1, err := w.Create()
+	require.NoError(t, err)
+	a.anchorOps(c1)
+
+	// An anchor completed but not yet indexed holds back itself and every later one.
+	_, c2, err := w.Create()
+	require.NoError(t, err)
+	_, c3, err := w.Create()
+	require.NoError(t, err)
+	blocked := a.anchorOpsUnobserved(c2)
+	a.anchorOpsUnobserved(c3)
+	res, err := a.pub.runOnce(ctx)
+	require.NoError(t, err)
+	require.NotZero(t, res.Seq, "the first anchor goes")
+	res, err = a.pub.runOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, res.Seq)
+	require.Equal(t, blocked.Seq, res.Blocked)
+
+	_, err = a.obs.CatchUp(ctx)
+	require.NoError(t, err)
+	require.Len(t, a.publishAll(), 2)
+}
+
+func TestPublishFailureLeavesTheAnchorForLater(t *testing.T) {
+	t.Parallel()
+	a := newDomain(t, newNetwork(), "a", sqlite(t))
+	ctx := context.Background()
+	_, c, err := wallet.New(wallet.Config{}).Create()
+	require.NoError(t, err)
+	an := a.anchorOps(c)
+
+	// The outbox refuses: nothing is marked, nothing is posted; the next turn publishes it.
+	a.failPost = errors.New("outbox unavailable")
+	_, err = a.pub.runOnce(ctx)
+	require.ErrorContains(t, err, "outbox unavailable")
+	got, err := a.st.AnchorGet(ctx, an.Seq)
+	require.NoError(t, err)
+	require.Nil(t, got.PublishedAt)
+	require.Empty(t, got.Hashlink)
+	require.Empty(t, a.sent())
+
+	a.failPost = nil
+	require.Len(t, a.publishAll(), 1)
+	got, err = a.st.AnchorGet(ctx, an.Seq)
+	require.NoError(t, err)
+	require.NotNil(t, got.PublishedAt)
+}
+
+func TestPublisherConfig(t *testing.T) {
+	t.Parallel()
+	a := newDomain(t, newNetwork(), "a", sqlite(t))
+	_, err := NewPublisher(Config{}, a.st, a.cas, a.postTx)
+	require.ErrorContains(t, err, "ActorIRI missing")
+	_, err = NewPublisher(Config{Identity: a.id}, a.st, a.cas, nil)
+	require.ErrorContains(t, err, "no outbox")
+	bad := a.id
+	bad.Key = nil
+	_, err = NewPublisher(Config{Identity: bad}, a.st, a.cas, a.postTx)
+	require.ErrorContains(t, err, "Ed25519")
+}
+
+func TestPublishTakesTheDIDsTheObserverHandedOver(t *testing.T) {
+	t.Parallel()
+	a := newDomain(t, newNetwork(), "a", sqlite(t))
+	w := wallet.New(wallet.Config{})
+	x, cx, err := w.Create()
+	require.NoError(t, err)
+	y, cy, err := w.Create()
+	require.NoError(t, err)
+	an := a.anchorOps(cx, cy)
+
+	// Handed over (here in an order the batch files do not have), the DIDs are not read back.
+	a.pub.Indexed(an.Seq, []string{y.Suffix, x.Suffix})
+	c, err := a.publishAll()[0].act.Object.AnchorEvent.Object.Link().AnchorContent()
+	require.NoError(t, err)
+	require.Equal(t, []activity.SuffixAnchor{{Suffix: y.Suffix}, {Suffix: x.Suffix}}, c.Operations)
+
+	// A list that does not match the anchor's operation count is not trusted.
+	_, cz, err := w.Create()
+	require.NoError(t, err)
+	an = a.anchorOps(cz)
+	a.pub.Indexed(an.Seq, []string{x.Suffix, y.Suffix})
+	c, err = a.publishAll()[0].act.Object.AnchorEvent.Object.Link().AnchorContent()
+	require.NoError(t, err)
+	require.Len(t, c.Operations, 1)
+	require.NotEqual(t, x.Suffix, c.Operations[0].Suffix)
+}
