@@ -318,3 +318,42 @@ func TestCloseWaitsForAppendsUnderWay(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), cp.Size)
 }
+
+// BenchmarkAppend measures the log alone: appends/s, one caller at a time (each waits for its
+// batch: the latency a witness adds to Accept) and with 16 callers per CPU (batches fill).
+func BenchmarkAppend(b *testing.B) {
+	entry := testEntries("bench", 1)[0]
+	entry = append(entry, make([]byte, 1500-len(entry))...) // about the size of an anchor VC
+	for _, be := range backends {
+		b.Run(be.name+"/serial", func(b *testing.B) {
+			tb := setup(b)
+			tb.cfg.Logger = anchordtest.DiscardLogger()
+			l := be.open(b, tb.cfg)
+			ctx := context.Background()
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := l.Append(ctx, entry); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+		})
+		b.Run(be.name+"/parallel", func(b *testing.B) {
+			tb := setup(b)
+			tb.cfg.Logger = anchordtest.DiscardLogger()
+			l := be.open(b, tb.cfg)
+			ctx := context.Background()
+			b.SetParallelism(16)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := l.Append(ctx, entry); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+		})
+	}
+}
