@@ -1,6 +1,6 @@
 // Package anchordtest holds helpers shared by every package's tests: the goleak TestMain wrapper,
 // a slog logger that writes to t.Log, WaitOrTimeout, and the environment-gated URLs of the real
-// services (PostgreSQL, RabbitMQ) and the path of the IPFS node binary that integration tests use.
+// services (PostgreSQL, RabbitMQ, MariaDB) and the path of the IPFS node binary that integration tests use.
 //
 // It is imported only from _test.go files and from other *test packages.
 package anchordtest
@@ -27,6 +27,7 @@ const (
 	EnvAMQPURL         = "ANCHORD_TEST_AMQP_URL"
 	EnvIPFSBin         = "ANCHORD_TEST_IPFS_BIN"
 	EnvChromium        = "ANCHORD_TEST_CHROMIUM"
+	EnvMariaDBURL      = "ANCHORD_TEST_MARIADB_URL"
 	EnvRequireServices = "ANCHORD_TEST_REQUIRE_SERVICES"
 	// EnvArtifacts names a directory where tests leave files for people to look at
 	// (screenshots); without it they go to the test's temporary directory.
@@ -60,6 +61,13 @@ func DatabaseURL(tb testing.TB) string {
 func AMQPURL(tb testing.TB) string {
 	tb.Helper()
 	return serviceURL(tb, EnvAMQPURL, "RabbitMQ")
+}
+
+// MariaDBURL returns the URL of the MariaDB server for tests (mysql://user@host:port/, no
+// database: tests create their own), skipping or failing like DatabaseURL.
+func MariaDBURL(tb testing.TB) string {
+	tb.Helper()
+	return serviceURL(tb, EnvMariaDBURL, "MariaDB")
 }
 
 // IPFSBin returns the path of the Kubo binary that servicetest runs as a private IPFS node
