@@ -831,13 +831,6 @@ func TestFederationCrashesPublishAndApplyOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if tc.victim == "B" && os.Getenv("ANCHORD_TEST_FED_INBOX_RELEASE") != "1" {
-				// The inbox row B was handling stays claimed by the killed process for the
-				// claim's TTL (22 minutes with the defaults), and the activity sync's copy of it
-				// is a no-op on the claimed row. Set the variable once the inbox releases a
-				// killed process's claims when it restarts.
-				t.Skip("the inbox keeps a killed process's claims for their TTL; ANCHORD_TEST_FED_INBOX_RELEASE=1 runs it")
-			}
 			env := []string{failpoint.EnvVar + "=" + tc.point}
 			envOf := func(name string) []string {
 				if name == tc.victim {

@@ -43,6 +43,9 @@ func (c *core) federation(ctx context.Context) (*federation.Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := svc.ReleaseOwnClaims(ctx); err != nil {
+		return nil, err
+	}
 	c.routes = append(c.routes, svc.Routes())
 	// The explorer's federation view reads the relationships and deliveries.
 	c.federationView = svc

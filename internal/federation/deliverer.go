@@ -65,7 +65,7 @@ func (d *Deliverer) Run(ctx context.Context) error {
 			s.cfg.Logger.WarnContext(ctx, "deliver activities", "error", err, "retry_in", wait)
 		case err == nil:
 			attempt = 0
-			if res.Claimed >= s.cfg.ClaimLimit {
+			if res.Claimed >= min(s.cfg.ClaimLimit, s.cfg.DeliveryConcurrency) {
 				continue
 			}
 		}
@@ -83,7 +83,7 @@ func (d *Deliverer) runOnce(ctx context.Context) (DeliverResult, error) {
 	s := d.s
 	var res DeliverResult
 	claimed, err := s.st.ActivityDeliveryClaim(ctx, store.ActivityClaimParams{
-		Owner: s.cfg.InstanceID, Limit: s.cfg.ClaimLimit, TTL: d.claimTTL(),
+		Owner: s.cfg.InstanceID, Limit: min(s.cfg.ClaimLimit, s.cfg.DeliveryConcurrency), TTL: d.claimTTL(),
 	})
 	if err != nil {
 		return res, fmt.Errorf("claim deliveries: %w", err)
@@ -113,11 +113,11 @@ func (d *Deliverer) runOnce(ctx context.Context) (DeliverResult, error) {
 	return res, nil
 }
 
-// claimTTL covers a round of deliveries: resolving the inbox and the POST, each bounded by the
-// client's timeout, for every batch of DeliveryConcurrency.
+// claimTTL covers a round of deliveries: it claims no more than it sends at once, so one
+// delivery's two requests (resolving the inbox, the POST), each bounded by the client's
+// timeout, plus a margin bound it.
 func (d *Deliverer) claimTTL() time.Duration {
-	rounds := (d.s.cfg.ClaimLimit + d.s.cfg.DeliveryConcurrency - 1) / d.s.cfg.DeliveryConcurrency
-	return time.Duration(rounds+1) * 2 * d.s.client.Timeout()
+	return 3 * d.s.client.Timeout()
 }
 
 // Outcomes of one attempt.

@@ -63,7 +63,7 @@ func (p *Processor) Run(ctx context.Context) error {
 			s.cfg.Logger.WarnContext(ctx, "process inbox", "error", err, "retry_in", wait)
 		case err == nil:
 			attempt = 0
-			if res.Claimed >= s.cfg.ClaimLimit {
+			if res.Claimed >= min(s.cfg.ClaimLimit, s.cfg.InboxConcurrency) {
 				continue
 			}
 		}
@@ -80,7 +80,7 @@ func (p *Processor) runOnce(ctx context.Context) (ProcessResult, error) {
 	s := p.s
 	var res ProcessResult
 	claimed, err := s.st.ActivityInboxClaim(ctx, store.ActivityClaimParams{
-		Owner: s.cfg.InstanceID, Limit: s.cfg.ClaimLimit, TTL: p.claimTTL(),
+		Owner: s.cfg.InstanceID, Limit: min(s.cfg.ClaimLimit, s.cfg.InboxConcurrency), TTL: p.claimTTL(),
 	})
 	if err != nil {
 		return res, fmt.Errorf("claim inbox activities: %w", err)
@@ -109,12 +109,11 @@ func (p *Processor) runOnce(ctx context.Context) (ProcessResult, error) {
 	return res, nil
 }
 
-// claimTTL covers a round: every batch of InboxConcurrency handlers, each bounded by
-// HandlerTimeout, plus a margin.
+// claimTTL covers a round: it claims no more rows than it handles at once, so one handler's
+// timeout, plus a margin for settling, bounds it — and bounds how long the rows of a process
+// that died stay claimed.
 func (p *Processor) claimTTL() time.Duration {
-	c := p.s.cfg
-	rounds := (c.ClaimLimit + c.InboxConcurrency - 1) / c.InboxConcurrency
-	return time.Duration(rounds+1) * c.HandlerTimeout
+	return p.s.cfg.HandlerTimeout + p.s.cfg.HandlerTimeout/4
 }
 
 func (p *Processor) process(ctx context.Context, row store.InboxActivity) string {

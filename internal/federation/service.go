@@ -144,6 +144,21 @@ func (s *Service) Endpoint() string { return s.cfg.ExternalEndpoint }
 // PublicKey is the domain's public key.
 func (s *Service) PublicKey() ed25519.PublicKey { return s.pub }
 
+// ReleaseOwnClaims takes back, at start, the inbox rows and deliveries this instance's id still
+// holds claimed: an embedded instance keeps its id across restarts, so what its previous life
+// was handling when it died is handled again at once rather than after the claims' TTL. (A
+// cluster instance has a fresh id per start: nothing is released.)
+func (s *Service) ReleaseOwnClaims(ctx context.Context) error {
+	n, err := s.st.ActivityReleaseClaims(ctx, s.cfg.InstanceID)
+	if err != nil {
+		return fmt.Errorf("release this instance's claims: %w", err)
+	}
+	if n > 0 {
+		s.cfg.Logger.InfoContext(ctx, "took back inbox and delivery claims of a previous run", "claims", n)
+	}
+	return nil
+}
+
 // Client is the signed client towards other domains.
 func (s *Service) Client() *peer.Client { return s.client }
 

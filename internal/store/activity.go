@@ -89,6 +89,10 @@ type ActivityExecutor interface {
 	ActivityInboxList(ctx context.Context, p ActivityPageParams) ([]InboxActivity, error)
 	// ActivityInboxCount returns the number of inbox rows.
 	ActivityInboxCount(ctx context.Context) (int64, error)
+	// ActivityReleaseClaims releases every claim owner holds on inbox rows and deliveries and
+	// returns how many it released: a restarted embedded instance (same owner) takes back what
+	// its previous life held, instead of waiting out the claims' TTL.
+	ActivityReleaseClaims(ctx context.Context, owner string) (int64, error)
 
 	// ActivityCounts returns the gauges of the service: work items by status and relationships.
 	ActivityCounts(ctx context.Context) (ActivityCountsResult, error)

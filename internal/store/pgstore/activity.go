@@ -473,3 +473,16 @@ func dedupe(s []string) []string {
 	}
 	return out
 }
+
+// ActivityReleaseClaims implements store.Executor.
+func (e executor) ActivityReleaseClaims(ctx context.Context, owner string) (int64, error) {
+	var n int64
+	for _, q := range []string{qActivityInboxRelease, qActivityDeliveryRelease} {
+		tag, err := e.q.Exec(ctx, q, owner)
+		if err != nil {
+			return n, fmt.Errorf("release claims of %s: %w", owner, interpretError(err))
+		}
+		n += tag.RowsAffected()
+	}
+	return n, nil
+}

@@ -62,7 +62,9 @@ const (
 		FROM ap_deliveries d JOIN ap_outbox o ON o.seq = d.outbox_seq WHERE d.id = $1`
 	qActivityDeliveryListByActivity = `SELECT ` + qActivityDeliveryColumns + `
 		FROM ap_deliveries d JOIN ap_outbox o ON o.seq = d.outbox_seq WHERE o.activity_id = $1 ORDER BY d.id`
-	qActivityDeliveryLatest = `SELECT ` + qActivityDeliveryColumns + `
+	qActivityInboxRelease    = `UPDATE ap_inbox SET claim_owner = NULL, claim_expires = NULL WHERE claim_owner = $1`
+	qActivityDeliveryRelease = `UPDATE ap_deliveries SET claim_owner = NULL, claim_expires = NULL WHERE claim_owner = $1`
+	qActivityDeliveryLatest  = `SELECT ` + qActivityDeliveryColumns + `
 		FROM ap_deliveries d JOIN ap_outbox o ON o.seq = d.outbox_seq WHERE d.recipient = $1 ORDER BY d.id DESC LIMIT 1`
 
 	qActivityInboxInsert = `INSERT INTO ap_inbox (activity_id, actor, from_actor, type, body, source)

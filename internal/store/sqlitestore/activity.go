@@ -511,3 +511,17 @@ func scanRelationship(r scanner) (store.Relationship, error) {
 	x.CreatedAt, x.UpdatedAt = fromMicros(created), fromMicros(updated)
 	return x, err
 }
+
+// ActivityReleaseClaims implements store.Executor.
+func (e executor) ActivityReleaseClaims(ctx context.Context, owner string) (int64, error) {
+	var n int64
+	for _, q := range []string{qActivityInboxRelease, qActivityDeliveryRelease} {
+		res, err := e.w.ExecContext(ctx, q, owner)
+		if err != nil {
+			return n, fmt.Errorf("release claims of %s: %w", owner, interpretError(err))
+		}
+		k, _ := res.RowsAffected()
+		n += k
+	}
+	return n, nil
+}

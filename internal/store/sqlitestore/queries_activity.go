@@ -57,7 +57,9 @@ const (
 	qActivityDeliveryGet            = `SELECT ` + qActivityDeliveryColumns + ` FROM ap_deliveries WHERE id = ?`
 	qActivityDeliveryListByActivity = `SELECT ` + qActivityDeliveryColumns + ` FROM ap_deliveries
 		WHERE outbox_seq = (SELECT seq FROM ap_outbox WHERE activity_id = ?) ORDER BY id`
-	qActivityDeliveryLatest = `SELECT ` + qActivityDeliveryColumns + ` FROM ap_deliveries
+	qActivityInboxRelease    = `UPDATE ap_inbox SET claim_owner = NULL, claim_expires = NULL WHERE claim_owner = ?`
+	qActivityDeliveryRelease = `UPDATE ap_deliveries SET claim_owner = NULL, claim_expires = NULL WHERE claim_owner = ?`
+	qActivityDeliveryLatest  = `SELECT ` + qActivityDeliveryColumns + ` FROM ap_deliveries
 		WHERE recipient = ? ORDER BY id DESC LIMIT 1`
 
 	// Parameters: activity id, actor, from, type, body, source, next_attempt_at, received_at.

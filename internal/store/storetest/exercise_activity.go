@@ -282,6 +282,27 @@ func exerciseActivity(t *testing.T, setup setupFunc) {
 		require.Len(t, seen, 60)
 	})
 
+	t.Run("ActivityReleaseClaimsFreesAnOwnersRows", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		ctx := context.Background()
+		inboxInsert(t, s, "https://b.example/activities/1")
+		inboxInsert(t, s, "https://b.example/activities/2")
+		got := claimInbox(t, s, "local", 10, time.Hour)
+		require.Len(t, got, 2)
+		require.Empty(t, claimInbox(t, s, "other", 10, time.Hour), "claimed for an hour")
+		n, err := s.ActivityReleaseClaims(ctx, "nobody")
+		require.NoError(t, err)
+		require.Zero(t, n)
+		n, err = s.ActivityReleaseClaims(ctx, "local")
+		require.NoError(t, err)
+		require.Equal(t, int64(2), n)
+		again := claimInbox(t, s, "local", 10, time.Hour)
+		require.Len(t, again, 2, "the restarted owner takes its rows back at once")
+		require.ErrorIs(t, s.ActivityInboxComplete(ctx, store.ActivityCompleteParams{Claim: got[0].Claim()}), store.ErrLeaseLost,
+			"the previous life's claim no longer settles the row")
+	})
+
 	t.Run("ActivityInboxLifecycle", func(t *testing.T) {
 		t.Parallel()
 		s, _ := setup(t)
