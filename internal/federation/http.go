@@ -235,11 +235,11 @@ func (s *Service) getOutbox(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, err
 			}
-			out := make([]*activity.Object, len(rows))
+			items := make([]pageItem, len(rows))
 			for i, row := range rows {
-				out[i] = &activity.Object{Document: row.Body}
+				items[i] = pageItem{id: row.ActivityID, body: row.Body}
 			}
-			return out, nil
+			return withinPageBytes(items), nil
 		})
 }
 
@@ -254,12 +254,39 @@ func (s *Service) getInbox(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, err
 			}
-			out := make([]*activity.Object, len(rows))
+			items := make([]pageItem, len(rows))
 			for i, row := range rows {
-				out[i] = &activity.Object{Document: row.Body}
+				items[i] = pageItem{id: row.ActivityID, body: row.Body}
 			}
-			return out, nil
+			return withinPageBytes(items), nil
 		})
+}
+
+// PageBytesMax bounds what a collection page embeds. Pages keep their number of items (Orb's
+// readers count pages by number), but once the embedded activities pass this size the rest of
+// the page names them by IRI instead: an anchor's Create embeds its linkset, about 1.5 MB for
+// 10,000 operations, and a page of 50 such Creates would pass what any reader accepts. A reader
+// fetches an IRI item from the activity's own route.
+const PageBytesMax = 4 << 20
+
+type pageItem struct {
+	id   string
+	body []byte
+}
+
+// withinPageBytes embeds items until PageBytesMax and names the rest by their ids.
+func withinPageBytes(items []pageItem) []*activity.Object {
+	out := make([]*activity.Object, len(items))
+	size := 0
+	for i, it := range items {
+		size += len(it.body)
+		if size > PageBytesMax && i > 0 {
+			out[i] = activity.IRIObject(it.id)
+			continue
+		}
+		out[i] = &activity.Object{Document: it.body}
+	}
+	return out
 }
 
 func (s *Service) getRelationships(kind string) http.HandlerFunc {

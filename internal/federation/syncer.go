@@ -141,7 +141,11 @@ func (y *Syncer) syncSource(ctx context.Context, actor, box string, budget int) 
 		}
 		items := page.items()
 		for pos.Index < len(items) {
-			a, err := activity.ParseWithLimits(items[pos.Index], activity.Limits{MaxBytes: int(s.cfg.MaxInboxBytes)})
+			item, err := y.item(ctx, items[pos.Index], actor)
+			if err != nil {
+				return queued, errors.Join(err, save())
+			}
+			a, err := activity.ParseWithLimits(item, activity.Limits{MaxBytes: int(s.cfg.MaxInboxBytes)})
 			switch {
 			case err != nil:
 				s.cfg.Logger.DebugContext(ctx, "activity sync skips an unreadable item", "page", pos.Page, "index", pos.Index, "error", err)
@@ -150,7 +154,7 @@ func (y *Syncer) syncSource(ctx context.Context, actor, box string, budget int) 
 				y.lag(key, page.TotalItems-pos.Read)
 				return queued, save()
 			default:
-				inserted, err := y.queue(ctx, a, items[pos.Index], actor)
+				inserted, err := y.queue(ctx, a, item, actor)
 				if err != nil {
 					return queued, errors.Join(err, save())
 				}
@@ -180,6 +184,24 @@ func (y *Syncer) syncSource(ctx context.Context, actor, box string, budget int) 
 		}
 	}
 	return queued, nil
+}
+
+// item returns a page item's activity: embedded, or named by its IRI (a page that would be too
+// large names its later items), then fetched from the source's host, bounded. A fetch that fails
+// stops the run at this item, which the next run reads again.
+func (y *Syncer) item(ctx context.Context, raw []byte, actor string) ([]byte, error) {
+	var iri string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &iri) != nil {
+		return raw, nil
+	}
+	if err := activity.ValidateIRI(iri); err != nil || !sameOrigin(iri, actor) {
+		return raw, nil // not a fetchable item of this source: parsing it skips it
+	}
+	body, err := y.s.client.Fetch(ctx, iri, y.s.cfg.MaxInboxBytes)
+	if err != nil {
+		return nil, fmt.Errorf("fetch activity %s: %w", iri, err)
+	}
+	return body, nil
 }
 
 // wanted is the filter of a source: from a followed domain's outbox, its own Creates and

@@ -3,6 +3,7 @@ package federation
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,4 +146,45 @@ func TestSyncSkipsAFailingSourceAndGoesOn(t *testing.T) {
 	res, err := b.svc.Syncer().runOnce(ctx)
 	require.NoError(t, err)
 	require.Equal(t, SyncResult{Queued: 1, Sources: 2, Failed: 1}, res)
+}
+
+// TestSyncFetchesTheItemsAPageNamesByIRI: a page whose activities would pass PageBytesMax names
+// its later items by IRI; the syncer fetches them and queues them like embedded ones.
+func TestSyncFetchesTheItemsAPageNamesByIRI(t *testing.T) {
+	t.Parallel()
+	a, b := newDomain(t), newDomain(t)
+	ctx := context.Background()
+	require.NoError(t, b.st.RelationshipUpsert(ctx, store.RelationshipUpsertParams{Kind: store.RelationshipFollowing, Actor: a.actor(), Status: store.RelationshipAccepted}))
+	old := time.Now().Add(-2 * time.Hour)
+	a.svc.cfg.NowFunc = func() time.Time { return old }
+	big := fmt.Sprintf(`{"type":"Note","content":%q}`, strings.Repeat("x", 1200<<10))
+	var ids []string
+	for range 5 {
+		id, err := a.svc.Post(ctx, &activity.Activity{Type: activity.TypeCreate, To: activity.Strings{activity.PublicIRI},
+			Object: &activity.Object{Document: []byte(big)}})
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	rows, err := a.st.ActivityOutboxListPublic(ctx, store.ActivityPageParams{Limit: 10})
+	require.NoError(t, err)
+	items := make([]pageItem, len(rows))
+	for i, r := range rows {
+		items[i] = pageItem{id: r.ActivityID, body: r.Body}
+	}
+	page := withinPageBytes(items)
+	require.Empty(t, page[0].IRI)
+	require.Equal(t, ids[4], page[4].IRI, "past the byte budget an item is named by its IRI")
+
+	b.svc.cfg.SyncMinActivityAge = time.Hour
+	res, err := b.svc.Syncer().runOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 5, res.Queued)
+	got := inboxRows(t, b)
+	require.Len(t, got, 5)
+	for i, r := range got {
+		require.Equal(t, ids[i], r.ActivityID)
+		sent, err := a.st.ActivityOutboxGet(ctx, r.ActivityID)
+		require.NoError(t, err)
+		require.Equal(t, sent.Body, r.Body, "fetched whole when the page named it")
+	}
 }
