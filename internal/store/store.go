@@ -53,6 +53,7 @@ type Executor interface {
 	CASPinExecutor
 	AnchorLinkExecutor
 	ActivityExecutor
+	LogCheckpointExecutor
 
 	// Now returns the database clock.
 	Now(ctx context.Context) (time.Time, error)

@@ -165,6 +165,7 @@ func Exercise(t *testing.T, newOpener func(t testing.TB) Opener, migrations []st
 	exerciseExplorer(t, setup)
 	exerciseCluster(t, setup)
 	exerciseCASPins(t, setup)
+	exerciseLogCheckpoints(t, setup)
 	exerciseAnchoredOps(t, setup)
 	exerciseTask(t, setup)
 	exerciseLedger(t, setup)
