@@ -54,6 +54,7 @@ type Executor interface {
 	AnchorLinkExecutor
 	ActivityExecutor
 	LogCheckpointExecutor
+	WitnessExecutor
 
 	// Now returns the database clock.
 	Now(ctx context.Context) (time.Time, error)
