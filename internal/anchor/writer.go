@@ -17,7 +17,10 @@ import (
 type Request struct {
 	AnchorString string
 	CoreIndexCID string
-	OpCount      int
+	// CoreIndex is the core index file's content (a backend that describes the batch to other
+	// domains hashes it).
+	CoreIndex []byte
+	OpCount   int
 	// Ops lists the batch's operations (DID suffix and type), in batch order.
 	Ops []OpRef
 }

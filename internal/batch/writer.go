@@ -228,7 +228,7 @@ func (w *Writer) runOnce(ctx context.Context, reason string) (Result, error) {
 		}
 	}
 	failpoint.Hit(failpoint.BatchAfterCAS)
-	req := anchor.Request{AnchorString: files.Anchor.String(), CoreIndexCID: files.CoreIndex.URI, OpCount: b.Len()}
+	req := anchor.Request{AnchorString: files.Anchor.String(), CoreIndexCID: files.CoreIndex.URI, CoreIndex: files.CoreIndex.Data, OpCount: b.Len()}
 	for _, op := range b.Ops() {
 		req.Ops = append(req.Ops, anchor.OpRef{Suffix: op.Suffix, Type: op.Type})
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/anchord/anchord/internal/store/sqlitestore"
 	"github.com/anchord/anchord/internal/submitter"
 	"github.com/anchord/anchord/internal/taskmgr"
+	"github.com/anchord/anchord/internal/witness"
 )
 
 // Defaults of the parameters that belong to no component: where anchord listens and keeps its
@@ -92,7 +93,7 @@ type Config struct {
 	RedeliveryInitialInterval time.Duration
 	RedeliveryMultiplier      float64
 	RedeliveryMaxInterval     time.Duration
-	// AnchorBackend chooses how anchors become final: "local".
+	// AnchorBackend chooses how anchors become final: "local", "ledger" or "witness".
 	AnchorBackend string
 	// CASCIDVersion is the CID version of new CAS content (0: Qm…, 1: b…).
 	CASCIDVersion int
@@ -169,11 +170,26 @@ type Config struct {
 
 	// Federation configures the domain's ActivityPub service.
 	Federation FederationConfig
+	// Witness configures the witnessing of anchors (--anchor-backend witness).
+	Witness WitnessConfig
 
 	// ShutdownTimeout bounds each stage of the ordered shutdown.
 	ShutdownTimeout time.Duration
 	// HealthTimeout bounds each dependency check of /healthcheck.
 	HealthTimeout time.Duration
+}
+
+// WitnessConfig configures the witnessed anchor backend and its anchor status monitor (Orb's
+// names and meanings).
+type WitnessConfig struct {
+	// MaxWitnessDelay is how long an Offer is good for; with GracePeriod, how long an anchor
+	// waits for proofs before it fails and its operations are queued again.
+	MaxWitnessDelay time.Duration
+	// GracePeriod is how long after an Offer the monitor looks at the anchor.
+	GracePeriod time.Duration
+	// MonitorInterval and MaxRecords drive the anchor-status-monitor task.
+	MonitorInterval time.Duration
+	MaxRecords      int
 }
 
 // FederationConfig configures the domain's ActivityPub service (Orb's names and meanings).
@@ -302,6 +318,12 @@ func Default() Config {
 			SyncMinActivityAge:      federation.SyncMinActivityAgeDefault,
 			SyncMaxActivities:       federation.SyncMaxActivitiesDefault,
 			RequestTimeout:          peer.TimeoutDefault,
+		},
+		Witness: WitnessConfig{
+			MaxWitnessDelay: witness.MaxWitnessDelayDefault,
+			GracePeriod:     witness.GracePeriodDefault,
+			MonitorInterval: witness.MonitorIntervalDefault,
+			MaxRecords:      witness.MaxRecordsDefault,
 		},
 	}
 }

@@ -111,7 +111,7 @@ func (c *Config) Validate() error {
 		return &ParamError{Param: "mq-redelivery-multiplier", Value: fmt.Sprint(c.RedeliveryMultiplier), Err: fmt.Errorf("must be at least 1")}
 	}
 	switch c.AnchorBackend {
-	case "local":
+	case "local", "witness":
 	case "ledger":
 		if err := validateURL(c.LedgerURL, "http", "https"); err != nil {
 			return &ParamError{Param: "ledger-url", Value: secret.RedactURL(c.LedgerURL), Err: fmt.Errorf("the ledger backend needs the ledger's REST API: %w", err)}
@@ -130,7 +130,16 @@ func (c *Config) Validate() error {
 				Err: fmt.Errorf("must be at most half of --submitter-claim-ttl (%s)", c.SubmitterClaimTTL)}
 		}
 	default:
-		return &ParamError{Param: "anchor-backend", Value: c.AnchorBackend, Err: fmt.Errorf("must be local or ledger")}
+		return &ParamError{Param: "anchor-backend", Value: c.AnchorBackend, Err: fmt.Errorf("must be local, ledger or witness")}
+	}
+	for name, d := range map[string]time.Duration{"max-witness-delay": c.Witness.MaxWitnessDelay,
+		"anchor-status-in-process-grace-period": c.Witness.GracePeriod, "anchor-status-monitoring-interval": c.Witness.MonitorInterval} {
+		if d <= 0 {
+			return &ParamError{Param: name, Value: d.String(), Err: fmt.Errorf("must be positive")}
+		}
+	}
+	if c.Witness.MaxRecords < 1 {
+		return &ParamError{Param: "anchor-status-max-records", Value: fmt.Sprint(c.Witness.MaxRecords), Err: fmt.Errorf("must be at least 1")}
 	}
 	switch c.Roles {
 	case "all":

@@ -9,6 +9,7 @@ import (
 	"github.com/anchord/anchord/internal/observer"
 	"github.com/anchord/anchord/internal/relay"
 	"github.com/anchord/anchord/internal/vc"
+	"github.com/anchord/anchord/internal/witness"
 )
 
 // anchorFederation carries anchors between this domain and the domains it follows, on the
@@ -33,6 +34,10 @@ func (c *core) anchorFederation(ctx context.Context, svc *federation.Service, ob
 	}
 	pubCfg := cfg
 	pubCfg.Logger = c.log("relay-publisher")
+	// A witnessed anchor is published with the link its witnesses signed.
+	pubCfg.LinkFunc = func(ctx context.Context, seq int64) (*activity.Link, bool, error) {
+		return witness.Link(ctx, c.st, seq, activity.MediaTypeGzipBase64)
+	}
 	publisher, err := relay.NewPublisher(pubCfg, c.st, c.cas, svc.PostTx)
 	if err != nil {
 		return err
@@ -50,6 +55,9 @@ func (c *core) anchorFederation(ctx context.Context, svc *federation.Service, ob
 		if err := svc.RegisterHandler(t, federation.Handler{Authorize: svc.RequireFollowing, Handle: inboxHandler(handle)}); err != nil {
 			return err
 		}
+	}
+	if err := c.witnessing(ctx, svc); err != nil {
+		return err
 	}
 	c.onIndexed = append(c.onIndexed, func(r observer.Result) { publisher.Indexed(r.Seq, r.Suffixes) })
 	// Both write only to the database: they stop with the consumers, and whatever they leave

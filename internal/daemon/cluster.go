@@ -44,7 +44,14 @@ func cluster(ctx context.Context, c *core) error {
 	if err := c.tasks.Register(taskmgr.Task{ID: opqueue.TaskID, Interval: c.cfg.OpQueueTaskMonitorInterval, Run: monitor.RunTask}); err != nil {
 		return err
 	}
-	backend, err := c.anchorBackend(ctx, queue.GiveBackTx)
+	// The domain's ActivityPub service (the witness backend offers anchors through it); the
+	// handlers of anchor activities are registered on it here, before the supervisor starts its
+	// inbox processor.
+	svc, err := c.federation(ctx)
+	if err != nil {
+		return err
+	}
+	backend, err := c.anchorBackend(ctx, queue.GiveBackTx, svc)
 	if err != nil {
 		return err
 	}
@@ -57,12 +64,6 @@ func cluster(ctx context.Context, c *core) error {
 		return err
 	}
 
-	// The domain's ActivityPub service; the handlers of anchor activities are registered on it
-	// here, before the supervisor starts its inbox processor.
-	svc, err := c.federation(ctx)
-	if err != nil {
-		return err
-	}
 	if err := c.anchorFederation(ctx, svc, obs); err != nil {
 		return err
 	}

@@ -48,6 +48,9 @@ type core struct {
 	// behind the admin token.
 	routes      []func(mux httpapi.Router)
 	adminRoutes []func(mux httpapi.Router)
+	// obs is the observer once the write path is built; components that complete anchors wake
+	// it.
+	obs *observer.Observer
 	// onIndexed are told of every anchor the observer indexes (after the commit). Set during
 	// assembly, read only once the supervisor runs.
 	onIndexed []func(observer.Result)

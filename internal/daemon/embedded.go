@@ -32,7 +32,14 @@ func embedded(ctx context.Context, c *core) error {
 	if err != nil {
 		return err
 	}
-	backend, err := c.anchorBackend(ctx, queue.GiveBackTx)
+	// The domain's ActivityPub service (the witness backend offers anchors through it); the
+	// handlers of anchor activities are registered on it here, before the supervisor starts its
+	// inbox processor.
+	svc, err := c.federation(ctx)
+	if err != nil {
+		return err
+	}
+	backend, err := c.anchorBackend(ctx, queue.GiveBackTx, svc)
 	if err != nil {
 		return err
 	}
@@ -45,12 +52,6 @@ func embedded(ctx context.Context, c *core) error {
 		reservations: pending, release: pending.Release,
 		known: known, observerPoll: embeddedObserverPoll,
 	})
-	if err != nil {
-		return err
-	}
-	// The domain's ActivityPub service; the handlers of anchor activities are registered on it
-	// here, before the supervisor starts its inbox processor.
-	svc, err := c.federation(ctx)
 	if err != nil {
 		return err
 	}

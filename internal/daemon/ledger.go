@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/anchord/anchord/internal/anchor"
+	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/ledger"
 	"github.com/anchord/anchord/internal/ledger/sawtooth"
 	"github.com/anchord/anchord/internal/ledger/splinter"
@@ -18,11 +19,14 @@ import (
 const ledgerStatusTask = "ledger-status-poll"
 
 // anchorBackend builds the configured anchoring backend. giveBack is the queue that takes the
-// operations of a failed anchor back.
-func (c *core) anchorBackend(ctx context.Context, giveBack anchor.GiveBackTxFunc) (anchor.Backend, error) {
+// operations of a failed anchor back; svc is the domain's ActivityPub service, which the
+// witness backend offers anchors through.
+func (c *core) anchorBackend(ctx context.Context, giveBack anchor.GiveBackTxFunc, svc *federation.Service) (anchor.Backend, error) {
 	switch c.cfg.AnchorBackend {
 	case "ledger":
 		return c.ledgerBackend(ctx, giveBack)
+	case "witness":
+		return c.witnessBackend(ctx, svc, giveBack)
 	default:
 		key, err := c.domainKey(ctx)
 		if err != nil {

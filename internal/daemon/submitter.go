@@ -17,6 +17,6 @@ func submitterOnly(ctx context.Context, c *core) error {
 		owner = c.instanceID
 	}
 	rows := opqueue.Rows{InstanceID: owner, Lifespan: c.cfg.OpQueueOperationLifespan}
-	_, err := c.anchorBackend(ctx, rows.GiveBackTx)
+	_, err := c.ledgerBackend(ctx, rows.GiveBackTx)
 	return err
 }

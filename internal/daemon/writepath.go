@@ -50,6 +50,7 @@ func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.obs = obs
 	anchors, err := anchor.NewWriter(anchor.Config{Logger: c.log("anchor"), Registerer: c.reg}, p.backend)
 	if err != nil {
 		return nil, err

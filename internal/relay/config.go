@@ -2,6 +2,7 @@ package relay
 
 import (
 	"cmp"
+	"context"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
@@ -67,6 +68,10 @@ type Config struct {
 	Identity Identity
 	Profile  sidetree.Profile
 	Limits   batchfile.Limits
+	// LinkFunc, if set, returns the link of an anchor whose link was fixed before it completed
+	// (an anchor offered to witnesses: its credential carries their proofs); ok is false for
+	// an anchor whose link the publisher lays out itself.
+	LinkFunc func(ctx context.Context, seq int64) (link *activity.Link, ok bool, err error)
 	// MediaType of the linkset's data URIs: activity.MediaTypeGzipBase64 (Orb's) by default.
 	MediaType           string
 	PollInterval        time.Duration

@@ -146,3 +146,12 @@ func (k *keyResolver) checkCredential(ctx context.Context, raw []byte, anchor, c
 	}
 	return invalidf("no proof of the anchor credential verifies with a key of %s: %v", author, errors.Join(errs...))
 }
+
+// AuthorKeys returns the key resolver of proofs by an author (the rules of forAuthor: keys of
+// a did:web on the author's own host), with its own bounded, expiring cache of documents; the
+// witness proof handler verifies witnesses' proofs with it. Errors wrapping ErrInvalid are the
+// author's fault.
+func AuthorKeys(fetch FetchFunc) func(author string) (vc.ResolveKeyFunc, error) {
+	k := newKeyResolver(fetch, KeyCacheTTLDefault, KeyCacheSizeDefault)
+	return k.forAuthor
+}

@@ -191,17 +191,49 @@ var errPublishedElsewhere = errors.New("anchor published by another publisher")
 // build lays out anchor a's link, its linkset (and the linkset's CID here) and the Create.
 func (p *Publisher) build(ctx context.Context, a store.Anchor) (*activity.Activity, *activity.Link, string, []byte, error) {
 	id := p.cfg.Identity
-	suffixes, err := p.suffixes(ctx, a)
+	link, err := p.link(ctx, a)
 	if err != nil {
 		return nil, nil, "", nil, err
+	}
+	ls := &activity.Linkset{Linkset: []activity.Link{*link}}
+	lsJSON, err := ls.Canonical()
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	lsCID := p.cas.Address(lsJSON)
+	now := time.Now().UTC()
+	act := &activity.Activity{
+		Context:   activity.Strings{activity.ContextActivityStreams},
+		Type:      activity.TypeCreate,
+		Actor:     id.ActorIRI,
+		To:        activity.Strings{id.FollowersIRI, activity.PublicIRI},
+		Object:    &activity.Object{AnchorEvent: activity.NewAnchorEvent(activity.NewHashlink(lsJSON, casURL(id.Endpoint, lsCID)), ls)},
+		Published: &now,
+	}
+	return act, link, lsCID, lsJSON, nil
+}
+
+// link returns anchor a's link: the one fixed when it was offered to witnesses (LinkFunc), or
+// laid out now with a credential signed by the domain key.
+func (p *Publisher) link(ctx context.Context, a store.Anchor) (*activity.Link, error) {
+	if p.cfg.LinkFunc != nil {
+		link, ok, err := p.cfg.LinkFunc(ctx, a.Seq)
+		if err != nil || ok {
+			return link, err
+		}
+	}
+	id := p.cfg.Identity
+	suffixes, err := p.suffixes(ctx, a)
+	if err != nil {
+		return nil, err
 	}
 	previous, err := p.st.DIDLatestAnchors(ctx, suffixes, a.Seq)
 	if err != nil {
-		return nil, nil, "", nil, err
+		return nil, err
 	}
 	core, err := p.cas.Get(ctx, a.CoreIndexCID, p.cfg.Limits.MaxCoreIndexFileSize)
 	if err != nil {
-		return nil, nil, "", nil, fmt.Errorf("read core index: %w", err)
+		return nil, fmt.Errorf("read core index: %w", err)
 	}
 	content := activity.AnchorContent{
 		CoreIndex:  activity.NewHashlink(core, casURL(id.Endpoint, a.CoreIndexCID)),
@@ -214,33 +246,15 @@ func (p *Publisher) build(ctx context.Context, a store.Anchor) (*activity.Activi
 			if ref.Hashlink == "" {
 				// Anchors are published in sequence order, so this is a bug or a database
 				// edited by hand; publishing a wrong parent would strand the DID at followers.
-				return nil, nil, "", nil, fmt.Errorf("previous anchor %d of DID %s has no hashlink", ref.Seq, s)
+				return nil, fmt.Errorf("previous anchor %d of DID %s has no hashlink", ref.Seq, s)
 			}
 			content.Operations[i].Previous = ref.Hashlink
 		}
 	}
 	now := time.Now().UTC()
-	link, err := activity.BuildAnchorLink(content, p.cfg.MediaType, func(anchor, coreIndex string) ([]byte, error) {
+	return activity.BuildAnchorLink(content, p.cfg.MediaType, func(anchor, coreIndex string) ([]byte, error) {
 		return p.credential(anchor, coreIndex, now)
 	})
-	if err != nil {
-		return nil, nil, "", nil, err
-	}
-	ls := &activity.Linkset{Linkset: []activity.Link{*link}}
-	lsJSON, err := ls.Canonical()
-	if err != nil {
-		return nil, nil, "", nil, err
-	}
-	lsCID := p.cas.Address(lsJSON)
-	act := &activity.Activity{
-		Context:   activity.Strings{activity.ContextActivityStreams},
-		Type:      activity.TypeCreate,
-		Actor:     id.ActorIRI,
-		To:        activity.Strings{id.FollowersIRI, activity.PublicIRI},
-		Object:    &activity.Object{AnchorEvent: activity.NewAnchorEvent(activity.NewHashlink(lsJSON, casURL(id.Endpoint, lsCID)), ls)},
-		Published: &now,
-	}
-	return act, link, lsCID, lsJSON, nil
 }
 
 // suffixes returns the DIDs of anchor a in batch order: as the observer handed them over, or

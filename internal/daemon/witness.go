@@ -1,0 +1,150 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/anchord/anchord/internal/activity"
+	"github.com/anchord/anchord/internal/anchor"
+	"github.com/anchord/anchord/internal/federation"
+	"github.com/anchord/anchord/internal/httpapi"
+	"github.com/anchord/anchord/internal/relay"
+	"github.com/anchord/anchord/internal/store"
+	"github.com/anchord/anchord/internal/submitter"
+	"github.com/anchord/anchord/internal/taskmgr"
+	"github.com/anchord/anchord/internal/vc"
+	"github.com/anchord/anchord/internal/witness"
+)
+
+// witnessConfig is the witnessing configuration of this domain, both sides.
+func (c *core) witnessConfig(ctx context.Context, svc *federation.Service, component string) (witness.Config, error) {
+	key, err := c.domainKey(ctx)
+	if err != nil {
+		return witness.Config{}, err
+	}
+	did, err := vc.DIDWeb(svc.Endpoint())
+	if err != nil {
+		return witness.Config{}, err
+	}
+	w := c.cfg.Witness
+	return witness.Config{
+		Identity:        witness.Identity{ActorIRI: svc.ActorIRI(), Endpoint: svc.Endpoint(), DID: did, Key: key},
+		MaxWitnessDelay: w.MaxWitnessDelay, GracePeriod: w.GracePeriod, MonitorInterval: w.MonitorInterval,
+		MaxRecords: w.MaxRecords, MaxClockSkew: c.cfg.Federation.MaxClockSkew,
+		Logger: c.log(component), Registerer: c.reg,
+	}, nil
+}
+
+// witnessBackend builds the witnessed anchor backend on the ActivityPub service: anchors are
+// offered to witnesses and complete on their proofs; the handler of their Accepts is
+// registered on svc, and the anchor status monitor (one instance at a time) re-offers and, when
+// no witness is left, fails anchors and gives their operations back through giveBack.
+func (c *core) witnessBackend(ctx context.Context, svc *federation.Service, giveBack anchor.GiveBackTxFunc) (*witness.Witnessing, error) {
+	cfg, err := c.witnessConfig(ctx, svc, "witness")
+	if err != nil {
+		return nil, err
+	}
+	requeue := submitter.RequeueFunc(anchor.RequeueFunc(anchor.RequeueConfig{
+		Profile: c.profile, Limits: c.limits, FetchFunc: c.cas.FetchFunc, GiveBackTxFunc: giveBack,
+	}))
+	keys := relay.AuthorKeys(svc.Client().Fetch)
+	wakeObserver := func(int64) {
+		if c.obs != nil {
+			c.obs.Notify()
+		}
+	}
+	w, err := witness.New(cfg, c.st, svc.PostTx, func(actor string) (vc.ResolveKeyFunc, error) {
+		return keys(actor)
+	}, witness.RequeueFunc(requeue), wakeObserver)
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.RegisterAnswerHandler(activity.TypeOffer, federation.Handler{Handle: func(ctx context.Context, in federation.Inbound) error {
+		_, err := w.HandleAccept(ctx, witness.Inbound{Activity: in.Activity, Actor: in.Actor})
+		return witnessError(err)
+	}}); err != nil {
+		return nil, err
+	}
+	if err := c.tasks.Register(taskmgr.Task{ID: witness.MonitorTaskID, Interval: w.Interval(), Run: w.RunTask}); err != nil {
+		return nil, err
+	}
+	c.logger.Info("anchors are witnessed", "max_witness_delay", cfg.MaxWitnessDelay, "grace_period", cfg.GracePeriod)
+	return w, nil
+}
+
+// witnessing makes this domain a witness of the domains that invited it, whatever its own
+// backend: their Offers are answered with an Accept carrying our proof.
+func (c *core) witnessing(ctx context.Context, svc *federation.Service) error {
+	cfg, err := c.witnessConfig(ctx, svc, "witness-signer")
+	if err != nil {
+		return err
+	}
+	signer, err := witness.NewSigner(cfg, c.st, svc.PostTx, svc.IsWitnessing, nil)
+	if err != nil {
+		return err
+	}
+	adapt := func(f func(context.Context, witness.Inbound) error) federation.HandlerFunc {
+		return func(ctx context.Context, in federation.Inbound) error {
+			return witnessError(f(ctx, witness.Inbound{Activity: in.Activity, Actor: in.Actor}))
+		}
+	}
+	if err := svc.RegisterHandler(activity.TypeOffer, federation.Handler{
+		Authorize: adapt(signer.AuthorizeOffer), Handle: adapt(signer.HandleOffer),
+	}); err != nil {
+		return err
+	}
+	c.routes = append(c.routes, c.credentialRoutes(svc.Endpoint()))
+	return nil
+}
+
+// witnessError maps witnessing errors to the inbox's: the peer's faults are refused (403 or
+// 400 at the inbox) or parked at once; anything else is retried.
+func witnessError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, witness.ErrForbidden):
+		return federation.Permanent(errors.Join(federation.ErrForbidden, err))
+	case errors.Is(err, witness.ErrInvalid), errors.Is(err, relay.ErrInvalid), errors.Is(err, vc.ErrInvalidProof), errors.Is(err, vc.ErrUnsupportedProof):
+		return federation.Permanent(errors.Join(activity.ErrInvalid, err))
+	}
+	return err
+}
+
+// credentialRoutes serves GET /vc/{id}: the credential of one of this domain's witnessed
+// anchors with every proof collected so far (Orb's route).
+func (c *core) credentialRoutes(endpoint string) func(mux httpapi.Router) {
+	return func(mux httpapi.Router) {
+		mux.HandleFunc("GET /vc/{id}", func(w http.ResponseWriter, r *http.Request) {
+			id := r.PathValue("id")
+			if id == "" || len(id) > 128 || strings.ContainsAny(id, "/?#") {
+				httpapi.WriteError(w, http.StatusBadRequest, "invalid_id", "credential id must be one path segment")
+				return
+			}
+			wa, err := c.st.WitnessAnchorByVCID(r.Context(), endpoint+"/vc/"+id)
+			if errors.Is(err, store.ErrNotFound) {
+				httpapi.WriteError(w, http.StatusNotFound, "not_found", "no such credential")
+				return
+			}
+			if err != nil {
+				httpapi.WriteError(w, http.StatusServiceUnavailable, "unavailable", "credential could not be read")
+				return
+			}
+			cred, err := witness.Credential(r.Context(), c.st, wa)
+			if err != nil {
+				httpapi.WriteError(w, http.StatusServiceUnavailable, "unavailable", "credential could not be read")
+				return
+			}
+			body, err := json.Marshal(cred)
+			if err != nil {
+				httpapi.WriteError(w, http.StatusServiceUnavailable, "unavailable", "credential could not be encoded")
+				return
+			}
+			w.Header().Set("Content-Type", activity.MediaTypeJSONLD)
+			_, _ = w.Write(body)
+		})
+	}
+}
