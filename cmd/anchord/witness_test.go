@@ -142,3 +142,98 @@ func TestWitnessedAnchorsResolveEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// witnessMetric reads a counter of d: one series when it names labels, else the family's sum.
+func witnessMetric(t *testing.T, d *relayDomain, series string) float64 {
+	t.Helper()
+	name, _, labelled := strings.Cut(series, "{")
+	if !labelled {
+		return d.api.metricTotal(t, name)
+	}
+	resp, err := d.api.http.Get(d.api.base + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			var v float64
+			_, err := fmt.Sscanf(rest, "%g", &v)
+			require.NoError(t, err)
+			return v
+		}
+	}
+	return 0
+}
+
+// publishedAt counts the load's DIDs that resolve at d as published.
+func (l *fedLoad) publishedAt(d *relayDomain) int {
+	n := 0
+	for _, did := range l.dids() {
+		if r := d.resolve(did); r.status == http.StatusOK && r.published {
+			n++
+		}
+	}
+	return n
+}
+
+// TestWitnessesThatDoNotAnswerAreReplacedAndTheirAnchorsFail: A's policy is OutOf(1,system).
+// (1) B, A's only witness, is killed; anchors offered to it wait until C is invited, and the
+// status monitor offers them to C: they complete. (2) B and C are both down for longer than
+// --max-witness-delay plus the grace period: the anchors fail and their operations go back to
+// the queue (metric, log, anchors listed failed). (3) Once C is back, every operation accepted
+// at A is anchored, and indexed exactly once.
+func TestWitnessesThatDoNotAnswerAreReplacedAndTheirAnchorsFail(t *testing.T) {
+	t.Parallel()
+	a := startDomain(t, "A", witnessTiming...)
+	b := startDomain(t, "B")
+	c := startDomain(t, "C")
+	a.admin("policy", "set", "OutOf(1,system)")
+	a.invite(b)
+
+	b.process().Kill()
+	first := newFedLoad(t, a.api)
+	first.creates(100, 8)
+	a.waitAnchors(1, 30*time.Second)
+	a.invite(c)
+	anchordtest.Eventually(t, time.Minute, 200*time.Millisecond, func() bool {
+		return first.publishedAt(a) == len(first.dids())
+	}, "A's first DIDs are published after re-selection")
+	require.Positive(t, witnessMetric(t, a, `anchord_witness_offers_total{reason="reselect"}`), "the monitor offered to C")
+
+	c.process().Kill()
+	second := newFedLoad(t, a.api)
+	second.creates(100, 8)
+	anchordtest.Eventually(t, time.Minute, 200*time.Millisecond, func() bool {
+		return witnessMetric(t, a, "anchord_witness_anchors_failed_total") > 0
+	}, "an anchor fails for lack of witnesses")
+	require.Positive(t, witnessMetric(t, a, "anchord_witness_requeued_operations_total"))
+	require.Zero(t, second.publishedAt(a), "nothing is published without a witness")
+	failed := 0
+	for _, an := range a.api.anchors(t) {
+		if an.Status == store.AnchorFailed {
+			failed++
+			require.NotEmpty(t, an.Credential, "a failed witnessed anchor names its credential")
+		}
+	}
+	require.Positive(t, failed, "failed anchors stay listed")
+
+	c.start()
+	anchordtest.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() bool {
+		return second.publishedAt(a) == len(second.dids())
+	}, "A's second DIDs are published once C is back")
+	t.Logf("anchors failed %g, operations queued again %g, re-offers %g",
+		witnessMetric(t, a, "anchord_witness_anchors_failed_total"), witnessMetric(t, a, "anchord_witness_requeued_operations_total"),
+		witnessMetric(t, a, `anchord_witness_offers_total{reason="reselect"}`))
+
+	a.stop()
+	all := append(first.dids(), second.dids()...)
+	suffixes := make([]string, len(all))
+	for i, did := range all {
+		suffixes[i] = suffixOf(did)
+	}
+	rows := a.indexRows(suffixes)
+	for _, s := range suffixes {
+		require.Len(t, rows[s], 1, "index rows of %s", s)
+	}
+}

@@ -77,7 +77,7 @@ func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 
 	c.routes = append(c.routes, httpapi.SidetreeRoutes(httpapi.SidetreeConfig{
 		Operations: in, Resolver: resolver, DIDMethod: c.profile.Method, VersionNotFound: observer.ErrNoSuchVersion, CAS: c.cas, CASNotFound: cas.ErrNotFound, CASInvalid: cas.ErrInvalidCID,
-		Anchors: c.st, RetryAfter: c.cfg.BatchWriterTimeout, MaxCASSize: batchfile.MaxChunkFileSizeDefault,
+		Anchors: c.st, Witnesses: c.st, RetryAfter: c.cfg.BatchWriterTimeout, MaxCASSize: batchfile.MaxChunkFileSizeDefault,
 		Logger: c.log("http"),
 	}))
 	if err := c.explorer(); err != nil {

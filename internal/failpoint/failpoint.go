@@ -37,6 +37,7 @@ const (
 	ObserverBeforeForeignCommit = "observer-before-foreign-commit" // another domain's anchor and its index rows written inside the transaction
 	RelayBeforePublish          = "relay-before-publish"           // an anchor of ours indexed, its Create not yet built
 	RelayBeforePublishCommit    = "relay-before-publish-commit"    // marked published and its Create in the outbox inside the transaction
+	WitnessBeforeCompleteCommit = "witness-before-complete-commit" // a witness's proof recorded and the anchor completed inside the transaction
 
 	// Points that fail instead of killing (Err).
 	BatchFail          = "batch-fail"           // the batch writer fails before storing the files: the batch is Nack'd

@@ -21,6 +21,7 @@ type ExplorerStore interface {
 	AnchorGet(ctx context.Context, seq int64) (store.Anchor, error)
 	AnchorListLatest(ctx context.Context, p store.AnchorListLatestParams) ([]store.Anchor, error)
 	DeadLetterCountByKind(ctx context.Context) (map[string]int64, error)
+	WitnessReader
 }
 
 // ExplorerConfig wires the explorer's read-only JSON API under /explorer/api/. Every route is a
@@ -277,6 +278,10 @@ func (a *explorerAPI) getAnchor(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := AnchorDetail{Anchor: anchorView(an), Error: an.Error, Offset: offset, Files: []FileView{}, Operations: []AnchorOpEntry{}}
+	if err := withWitnesses(r.Context(), a.cfg.Store, &d.Anchor); err != nil {
+		a.unavailable(w, r, "get anchor", err)
+		return
+	}
 	o, err := a.outline(r.Context(), an)
 	if err != nil {
 		d.FilesError = err.Error()
@@ -328,6 +333,10 @@ func (a *explorerAPI) getAnchors(w http.ResponseWriter, r *http.Request) {
 	page := LatestAnchorPage{Anchors: make([]AnchorView, len(list))}
 	for i, an := range list {
 		page.Anchors[i] = anchorView(an)
+		if err := withWitnesses(r.Context(), a.cfg.Store, &page.Anchors[i]); err != nil {
+			a.unavailable(w, r, "list anchors", err)
+			return
+		}
 	}
 	if len(list) == limit {
 		next := list[len(list)-1].Seq

@@ -52,6 +52,8 @@ type SidetreeConfig struct {
 	CASNotFound error
 	CASInvalid  error
 	Anchors     AnchorLister
+	// Witnesses, if set, names each witnessed anchor's credential and witnesses.
+	Witnesses WitnessReader
 	// RetryAfter is the Retry-After of a 503.
 	RetryAfter time.Duration
 	// MaxCASSize bounds a CAS response (the largest batch file, 10 MB).
@@ -162,6 +164,10 @@ type AnchorView struct {
 	ObservedAt     *time.Time `json:"observedAt,omitempty"`
 	Record         []byte     `json:"record,omitempty"`
 	Signature      []byte     `json:"signature,omitempty"`
+	// Credential is the id of a witnessed anchor's credential (served at /vc/<id>), and
+	// Witnesses its witnesses; Status is then in-process while proofs are collected.
+	Credential string        `json:"credential,omitempty"`
+	Witnesses  []WitnessView `json:"witnesses,omitempty"`
 }
 
 // AnchorPage is the body of GET /sidetree/v1/anchors.
@@ -200,6 +206,13 @@ func (c SidetreeConfig) getAnchors(w http.ResponseWriter, r *http.Request) {
 	page := AnchorPage{Anchors: make([]AnchorView, len(list))}
 	for i, a := range list {
 		page.Anchors[i] = anchorView(a)
+		if c.Witnesses != nil {
+			if err := withWitnesses(r.Context(), c.Witnesses, &page.Anchors[i]); err != nil {
+				c.Logger.ErrorContext(r.Context(), "list anchors", "error", err)
+				WriteError(w, http.StatusServiceUnavailable, "unavailable", "anchors could not be read")
+				return
+			}
+		}
 	}
 	if len(list) == limit {
 		next := list[len(list)-1].Seq

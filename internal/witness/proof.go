@@ -10,6 +10,7 @@ import (
 	"github.com/gowebpki/jcs"
 
 	"github.com/anchord/anchord/internal/activity"
+	"github.com/anchord/anchord/internal/failpoint"
 	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/vc"
 )
@@ -179,6 +180,7 @@ func (w *Witnessing) completeIfSatisfied(ctx context.Context, tx store.Executor,
 	} else if err != nil {
 		return false, err
 	}
+	failpoint.Hit(failpoint.WitnessBeforeCompleteCommit)
 	w.m.completed.Inc()
 	store.OnCommit(ctx, func() { w.completed(seq) })
 	return true, nil

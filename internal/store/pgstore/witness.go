@@ -16,7 +16,7 @@ const (
 		VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`
 	qWitnessAnchorGet    = `SELECT ` + qWitnessAnchorColumns + ` FROM witness_anchors WHERE anchor_seq = $1`
 	qWitnessAnchorByVCID = `SELECT ` + qWitnessAnchorColumns + ` FROM witness_anchors WHERE vc_id = $1`
-	qWitnessAnchorsDue = `SELECT w.anchor_seq, w.vc_id, w.hashlink, w.link, w.credential, w.origin_proof, w.created_at, w.check_at
+	qWitnessAnchorsDue   = `SELECT w.anchor_seq, w.vc_id, w.hashlink, w.link, w.credential, w.origin_proof, w.created_at, w.check_at
 		FROM witness_anchors w JOIN anchors a ON a.seq = w.anchor_seq
 		WHERE a.status = 'pending' AND w.check_at <= now() ORDER BY w.check_at, w.anchor_seq LIMIT $1`
 	qWitnessAnchorSetCheck = `UPDATE witness_anchors SET check_at = now() + make_interval(secs => $2) WHERE anchor_seq = $1`
