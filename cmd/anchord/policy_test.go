@@ -100,4 +100,12 @@ func TestAdminPolicyCLI(t *testing.T) {
 	require.Equal(t, want, got)
 	require.Contains(t, p.Log(), `action="set witness policy" policy=OutOf(1,system) client=`)
 	require.Contains(t, p.Log(), "token=admin", "the audit line names the token")
+
+	code, out, errOut = admin("set", "")
+	require.Equal(t, 0, code, errOut)
+	require.Empty(t, out)
+	require.Contains(t, errOut, "the default witness policy", "'' sets the default back")
+	got, err = witness.LoadPolicy(context.Background(), st)
+	require.NoError(t, err)
+	require.Equal(t, witness.DefaultPolicy(), got)
 }
