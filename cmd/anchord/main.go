@@ -33,6 +33,7 @@ Usage:
   anchord loadgen [parameters]  load an anchord with generated operations (anchord loadgen --help)
   anchord admin dead-letters list|retry|drop   inspect and retry parked items of a running anchord
   anchord admin follow|followers|acceptlist    follow other domains, see who follows, edit the accept lists
+  anchord admin policy get|set                 show or set the witness policy (Orb's language)
   anchord devledger [parameters]               a development Sawtooth REST API (a stand-in, not a ledger)
   anchord version               print the version and VCS revision (also: anchord --version)
 `

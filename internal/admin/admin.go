@@ -13,6 +13,8 @@
 //	anchord admin witnessing list [--json]
 //	anchord admin acceptlist add|remove --type follow|invite-witness ACTOR-IRI
 //	anchord admin acceptlist list [--type T] [--json]
+//	anchord admin policy get
+//	anchord admin policy set POLICY
 package admin
 
 import (
@@ -78,6 +80,8 @@ const usage = `Usage:
   anchord admin witnessing list [--json]         the domains whose anchors we witness
   anchord admin acceptlist add|remove --type follow|invite-witness ACTOR-IRI
   anchord admin acceptlist list [--type T] [--json]
+  anchord admin policy get                       the witness policy ('' is the default: every witness)
+  anchord admin policy set 'POLICY'              e.g. 'OutOf(1,system)'; '' sets the default back
 Common parameters: --target URL (ANCHORD_TARGET), --admin-token TOKEN (ANCHORD_ADMIN_TOKEN).
 `
 
@@ -89,6 +93,8 @@ func Run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 			return runCAS(args[1], args[2:], lookupEnv, stdout, stderr)
 		case "follow", "followers", "witness", "witnessing", "acceptlist":
 			return runFederation(args[0], args[1], args[2:], lookupEnv, stdout, stderr)
+		case "policy":
+			return runPolicy(args[1], args[2:], lookupEnv, stdout, stderr)
 		}
 	}
 	if len(args) < 2 || args[0] != "dead-letters" {
@@ -144,20 +150,25 @@ func (c *client) do(ctx context.Context, method, path string) ([]byte, error) {
 
 // send is do with a JSON body (none if in is nil).
 func (c *client) send(ctx context.Context, method, path string, in any) ([]byte, error) {
-	var rd io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(b)
+	if in == nil {
+		return c.exchange(ctx, method, path, "", nil)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	b, err := json.Marshal(in)
 	if err != nil {
 		return nil, err
 	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+	return c.exchange(ctx, method, path, "application/json", bytes.NewReader(b))
+}
+
+// exchange sends a request with a body of contentType (none if body is nil) and returns the
+// body of a 200; any other status is an error carrying the server's JSON error, if it sent one.
+func (c *client) exchange(ctx context.Context, method, path, contentType string, body io.Reader) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", contentType)
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -167,18 +178,18 @@ func (c *client) send(ctx context.Context, method, path string, in any) ([]byte,
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	out, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		var eb httpapi.ErrorBody
-		if json.Unmarshal(body, &eb) == nil && eb.Code != "" {
+		if json.Unmarshal(out, &eb) == nil && eb.Code != "" {
 			return nil, fmt.Errorf("%s %s: %d %s: %s", method, path, resp.StatusCode, eb.Code, eb.Message)
 		}
 		return nil, fmt.Errorf("%s %s: %s", method, path, resp.Status)
 	}
-	return body, nil
+	return out, nil
 }
 
 func (c *client) list(ctx context.Context, o options, out io.Writer) error {

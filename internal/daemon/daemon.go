@@ -93,6 +93,7 @@ func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *sl
 		return nil, err
 	}
 	c.routes = append(c.routes, httpapi.VersionRoutes(c.versionInfo(bi)), httpapi.OpenAPIRoutes())
+	c.witnessPolicy()
 	if cfg.MQURL != "" {
 		ps, err := openBroker(ctx, cfg, st, logger, reg)
 		if err != nil {

@@ -66,6 +66,9 @@ type Executor interface {
 	// SettingInsert stores a named setting once; ErrConflict if it exists. Callers that create a
 	// value at first start insert and, on ErrConflict, read the winner's value.
 	SettingInsert(ctx context.Context, name string, value []byte) error
+	// SettingPut stores a named setting, replacing its value if it exists: for settings an
+	// operator changes (the witness policy), where the last writer wins.
+	SettingPut(ctx context.Context, name string, value []byte) error
 
 	// OpQueueUpsertMany queues operations and returns their ids in input order. An OpID that is
 	// already queued is not duplicated: the row is handed to the inserting instance (new owner,

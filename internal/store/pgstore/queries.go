@@ -17,6 +17,9 @@ const (
 
 	qSettingGet    = `SELECT value FROM settings WHERE name = $1`
 	qSettingInsert = `INSERT INTO settings (name, value) VALUES ($1, $2)`
+	// created_at keeps the first write: the table has no column for the last one.
+	qSettingPut = `INSERT INTO settings (name, value) VALUES ($1, $2)
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value`
 )
 
 const (

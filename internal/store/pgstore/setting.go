@@ -21,3 +21,15 @@ func (e executor) SettingInsert(ctx context.Context, name string, value []byte) 
 	}
 	return nil
 }
+
+// SettingPut implements store.Executor.
+func (e executor) SettingPut(ctx context.Context, name string, value []byte) error {
+	// The column is NOT NULL and a nil slice would be sent as NULL.
+	if value == nil {
+		value = []byte{}
+	}
+	if _, err := e.q.Exec(ctx, qSettingPut, name, value); err != nil {
+		return fmt.Errorf("put setting %q: %w", name, interpretError(err))
+	}
+	return nil
+}

@@ -18,6 +18,9 @@ const (
 const (
 	qSettingGet    = `SELECT value FROM settings WHERE name = ?`
 	qSettingInsert = `INSERT INTO settings (name, value, created_at) VALUES (?, ?, ?)`
+	// created_at keeps the first write: the table has no column for the last one.
+	qSettingPut = `INSERT INTO settings (name, value, created_at) VALUES (?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value`
 )
 
 const (

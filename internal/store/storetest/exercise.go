@@ -187,4 +187,51 @@ func Exercise(t *testing.T, newOpener func(t testing.TB) Opener, migrations []st
 		require.NoError(t, err)
 		require.Equal(t, []byte{0, 1, 2, 255}, v, "binary-safe, first value kept")
 	})
+
+	t.Run("SettingPutReplaces", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		ctx := context.Background()
+		name := randomName("put")
+		get := func() []byte {
+			t.Helper()
+			v, err := s.SettingGet(ctx, name)
+			require.NoError(t, err)
+			return v
+		}
+
+		require.NoError(t, s.SettingPut(ctx, name, []byte("first")), "a missing setting is created")
+		require.Equal(t, []byte("first"), get())
+		require.NoError(t, s.SettingPut(ctx, name, []byte{0, 255}))
+		require.Equal(t, []byte{0, 255}, get(), "the last value wins, binary-safe")
+		require.ErrorIs(t, s.SettingInsert(ctx, name, []byte("x")), store.ErrConflict, "a put setting exists for Insert")
+
+		require.NoError(t, s.SettingPut(ctx, name, nil))
+		require.Empty(t, get(), "a nil value is stored as the empty value")
+		require.NoError(t, s.SettingPut(ctx, name, []byte("again")), "an empty value is replaced like any other")
+		require.Equal(t, []byte("again"), get())
+
+		inserted := randomName("inserted")
+		require.NoError(t, s.SettingInsert(ctx, inserted, []byte("old")))
+		require.NoError(t, s.SettingPut(ctx, inserted, []byte("new")), "an inserted setting is replaced")
+		v, err := s.SettingGet(ctx, inserted)
+		require.NoError(t, err)
+		require.Equal(t, []byte("new"), v)
+
+		boom := errors.New("boom")
+		require.ErrorIs(t, s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+			if err := tx.SettingPut(ctx, name, []byte("rolled back")); err != nil {
+				return err
+			}
+			got, err := tx.SettingGet(ctx, name)
+			require.NoError(t, err)
+			require.Equal(t, []byte("rolled back"), got, "a transaction reads its own put")
+			return boom
+		}), boom)
+		require.Equal(t, []byte("again"), get(), "a rolled-back put leaves the value")
+		require.NoError(t, s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+			return tx.SettingPut(ctx, name, []byte("committed"))
+		}))
+		require.Equal(t, []byte("committed"), get())
+	})
 }
