@@ -85,7 +85,7 @@ func (w *Witnessing) check(ctx context.Context, wa store.WitnessAnchor) (string,
 		if err != nil {
 			return err
 		}
-		policy, err := loadPolicy(ctx, tx)
+		policy, err := LoadPolicy(ctx, tx)
 		if err != nil {
 			return err
 		}

@@ -86,7 +86,7 @@ func (w *Witnessing) Anchor(ctx context.Context, tx store.Executor, req anchor.R
 	if err := tx.WitnessAnchorInsert(ctx, offered, w.cfg.GracePeriod); err != nil {
 		return store.Anchor{}, err
 	}
-	policy, err := loadPolicy(ctx, tx)
+	policy, err := LoadPolicy(ctx, tx)
 	if err != nil {
 		return store.Anchor{}, err
 	}
@@ -322,17 +322,3 @@ func actorsOf(ws []Witness) []string {
 	}
 	return out
 }
-
-// loadPolicy reads the domain's witness policy; the default when none was set.
-func loadPolicy(ctx context.Context, st store.Executor) (Policy, error) {
-	raw, err := st.SettingGet(ctx, policySetting)
-	if errors.Is(err, store.ErrNotFound) {
-		return DefaultPolicy(), nil
-	}
-	if err != nil {
-		return Policy{}, fmt.Errorf("load witness policy: %w", err)
-	}
-	return Parse(string(raw))
-}
-
-const policySetting = "witness_policy"

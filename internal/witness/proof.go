@@ -168,7 +168,7 @@ func (w *Witnessing) completeIfSatisfied(ctx context.Context, tx store.Executor,
 	if err != nil {
 		return false, err
 	}
-	policy, err := loadPolicy(ctx, tx)
+	policy, err := LoadPolicy(ctx, tx)
 	if err != nil {
 		return false, err
 	}
