@@ -180,3 +180,34 @@ func TestOrbInterop(t *testing.T) {
 		return api.metricTotal(t, `anchord_federation_inbox_activities_total{outcome="received",type="Create"}`) > before
 	}, "Orb's anchor Create reached our inbox, signed and parsed")
 }
+
+// TestOrbWitnessesAnchordAnchors: a real Orb domain is the only system witness of an anchord
+// domain under the default policy (every system witness). anchord invites Orb (Orb accepts by
+// its default accept-all policy), offers it each anchor, and completes an anchor only once
+// Orb's Accept carries a proof that verifies with Orb's did:web key: every DID created at
+// anchord is then published, its credential carrying anchord's proof and Orb's.
+func TestOrbWitnessesAnchordAnchors(t *testing.T) {
+	startOrb(t)
+	addr := anchordtest.FreeAddr(t)
+	p := anchordtest.StartProcess(t, anchordtest.ProcessConfig{
+		Args: append([]string{"serve", "--host-url", addr, "--external-endpoint", "http://" + addr, "--batch-writer-timeout", "300ms"}, witnessTiming...),
+		Addr: addr,
+	})
+	p.WaitHealthy(30 * time.Second)
+	d := &relayDomain{t: t, name: "A", addr: addr, actor: "http://" + addr + "/services/anchord", api: newClient(addr), proc: p}
+	orb := &relayDomain{t: t, name: "Orb", actor: "http://127.0.0.1/services/orb"}
+	d.invite(orb)
+
+	load := newFedLoad(t, d.api)
+	load.creates(20, 4)
+	anchordtest.Eventually(t, time.Minute, 200*time.Millisecond, func() bool {
+		return load.publishedAt(d) == len(load.dids())
+	}, "anchord's DIDs are published once Orb's proofs verified")
+	creds := d.publishedCredentials()
+	require.NotEmpty(t, creds)
+	for _, c := range creds {
+		signers := verifiedSigners(t, c)
+		require.Contains(t, signers, "did:web:127.0.0.1", "Orb's proof verifies at anchord")
+	}
+	t.Logf("%d anchors witnessed by Orb; proofs received %g", len(creds), witnessMetric(t, d, `anchord_witness_proofs_total{outcome="added"}`))
+}
