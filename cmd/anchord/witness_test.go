@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -303,5 +304,41 @@ func TestWitnessedAnchorsOfAClusterCompleteOnce(t *testing.T) {
 	rows := b.indexRows(suffixes)
 	for _, s := range suffixes {
 		require.Len(t, rows[s], 1, "index rows of %s", s)
+	}
+}
+
+// TestWitnessFigures measures accept→resolvable at the origin at 1,000 creates/s for 20 s
+// with the local backend, with one witness (OutOf(1,system)) and with two (every system
+// witness), interleaved twice in one sitting. It is a measurement, not a check: run it with
+// ANCHORD_TEST_WITNESS_FIGURES=1 (without -race), alone on the machine.
+func TestWitnessFigures(t *testing.T) { //nolint:paralleltest // a measurement needs the machine to itself
+	if os.Getenv("ANCHORD_TEST_WITNESS_FIGURES") != "1" {
+		t.Skip("set ANCHORD_TEST_WITNESS_FIGURES=1 to measure the witnessing figures")
+	}
+	b := startDomain(t, "B")
+	c := startDomain(t, "C")
+	setups := []struct {
+		name   string
+		policy string
+		invite []*relayDomain
+	}{
+		{"local backend", "", nil},
+		{"one witness", "OutOf(1,system)", []*relayDomain{b}},
+		{"two witnesses", "MinPercent(100,system)", []*relayDomain{b, c}},
+	}
+	for round := 1; round <= 2; round++ {
+		for _, s := range setups {
+			var a *relayDomain
+			if s.invite == nil {
+				a = startDomain(t, "A")
+			} else {
+				a = startDomain(t, "A", witnessTiming...)
+				a.admin("policy", "set", s.policy)
+				a.invite(s.invite...)
+			}
+			out := runLoadgen(t, a, "--rate", "1000", "--duration", "20s", "--concurrency", "64", "--warmup-dids", "0", "--sample-every", "20")
+			t.Logf("round %d, %s:\n%s", round, s.name, out)
+			a.stop()
+		}
 	}
 }
