@@ -8,7 +8,7 @@
 //	anchord admin follow add|remove ACTOR-IRI
 //	anchord admin follow list [--json]
 //	anchord admin followers list [--json]
-//	anchord admin witness add|remove ACTOR-IRI
+//	anchord admin witness add|invite|remove ACTOR-IRI
 //	anchord admin witness list [--json]
 //	anchord admin witnessing list [--json]
 //	anchord admin acceptlist add|remove --type follow|invite-witness ACTOR-IRI
@@ -75,7 +75,7 @@ const usage = `Usage:
   anchord admin follow add|remove ACTOR-IRI      follow another domain (returns once the Follow is queued)
   anchord admin follow list [--json]             the domains we follow: pending, accepted or rejected
   anchord admin followers list [--json]          the domains that follow us
-  anchord admin witness add|remove ACTOR-IRI     invite a domain to witness our anchors (or withdraw)
+  anchord admin witness add|invite|remove ACTOR-IRI  invite a domain to witness our anchors (Orb: InviteWitness) or withdraw
   anchord admin witness list [--json]            the domains we invited: pending, accepted or rejected
   anchord admin witnessing list [--json]         the domains whose anchors we witness
   anchord admin acceptlist add|remove --type follow|invite-witness ACTOR-IRI

@@ -56,7 +56,7 @@ func runFederation(noun, verb string, args []string, lookupEnv func(string) (str
 	}
 	c := &client{base: strings.TrimRight(o.Target, "/"), token: o.Token, http: &http.Client{Timeout: 30 * time.Second}}
 	ctx := context.Background()
-	needsActor := verb == "add" || verb == "remove"
+	needsActor := verb == "add" || verb == "remove" || (noun == "witness" && verb == "invite")
 	switch {
 	case needsActor && len(actors) != 1:
 		fmt.Fprintf(stderr, "anchord admin: %s %s needs exactly one actor IRI\n", noun, verb)
@@ -81,7 +81,7 @@ func runFederation(noun, verb string, args []string, lookupEnv func(string) (str
 		err = c.relationships(ctx, "/admin/v1/following", o.JSON, stdout)
 	case "followers list":
 		err = c.relationships(ctx, "/admin/v1/followers", o.JSON, stdout)
-	case "witness add":
+	case "witness add", "witness invite":
 		err = c.request(ctx, "/admin/v1/witnesses", "invited", actors[0], stdout)
 	case "witness remove":
 		_, err = c.do(ctx, http.MethodDelete, "/admin/v1/witnesses?actor="+url.QueryEscape(actors[0]))
