@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,9 +14,11 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -216,4 +221,82 @@ func scrape(t *testing.T, d *relayDomain, series string) (float64, bool) {
 	}
 	require.NoError(t, sc.Err())
 	return 0, false
+}
+
+// mariaDBDatabase creates a database of its own for the test on the server of
+// ANCHORD_TEST_MARIADB_URL, drops it when the test ends, and returns its URL.
+func mariaDBDatabase(t *testing.T) string {
+	t.Helper()
+	server := anchordtest.MariaDBURL(t)
+	u, err := url.Parse(server)
+	require.NoError(t, err)
+	mcfg := mysql.NewConfig()
+	mcfg.Net, mcfg.Addr, mcfg.User = "tcp", u.Host, u.User.Username()
+	mcfg.Passwd, _ = u.User.Password()
+	conn, err := mysql.NewConnector(mcfg)
+	require.NoError(t, err)
+	db := sql.OpenDB(conn)
+	t.Cleanup(func() { _ = db.Close() })
+	var suffix [6]byte
+	_, err = rand.Read(suffix[:])
+	require.NoError(t, err)
+	name := "anchord_cmdtest_" + hex.EncodeToString(suffix[:])
+	_, err = db.Exec("CREATE DATABASE `" + name + "`")
+	require.NoError(t, err)
+	// Registered before the processes start, so it runs after they are gone.
+	t.Cleanup(func() {
+		_, err := db.Exec("DROP DATABASE `" + name + "`")
+		require.NoError(t, err)
+	})
+	return strings.TrimRight(server, "/") + "/" + name
+}
+
+// TestClusterSharesItsWitnessLogInMariaDB: the instances of a cluster with --witness-log keep
+// one log in MariaDB. Entries another appender adds to that database are served by every
+// instance, under checkpoints that verify with the domain key; so is the log after one
+// instance is killed.
+func TestClusterSharesItsWitnessLogInMariaDB(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	logURL := mariaDBDatabase(t)
+	keyFile, key := writeKeyFile(t)
+	endpoint := "https://cluster.example"
+	c := startCluster(t, 2, "--external-endpoint", endpoint, "--key-file", keyFile,
+		"--witness-log", "--witness-log-mariadb-url", logURL)
+	origin, err := witnesslog.OriginFor(endpoint)
+	require.NoError(t, err)
+	pub := key.Public().(ed25519.PublicKey)
+
+	// A third appender on the same database, as another instance's witness would be.
+	l, err := witnesslog.OpenMariaDB(ctx, witnesslog.Config{Origin: origin, Key: key, Logger: anchordtest.Logger(t)}, logURL)
+	require.NoError(t, err)
+	entries := [][]byte{[]byte(`{"id":"urn:uuid:c1"}`), []byte(`{"id":"urn:uuid:c2"}`), []byte(`{"id":"urn:uuid:c3"}`)}
+	for _, e := range entries {
+		_, err := l.Append(ctx, e)
+		require.NoError(t, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, l.Close(cctx))
+
+	check := func(n *clusterNode) {
+		t.Helper()
+		fetch, err := witnesslog.HTTPFetch(http.DefaultClient, "http://"+n.addr+"/log/")
+		require.NoError(t, err)
+		peer, err := witnesslog.NewPeer(origin, pub, fetch)
+		require.NoError(t, err)
+		cp, err := peer.Checkpoint(ctx)
+		require.NoError(t, err, "instance %s", n.addr)
+		require.EqualValues(t, len(entries), cp.Size, "instance %s", n.addr)
+		for i, e := range entries {
+			require.NoError(t, peer.VerifyInclusion(ctx, cp, uint64(i), e), "instance %s, entry %d", n.addr, i)
+		}
+	}
+	for _, n := range c.nodes {
+		check(n)
+	}
+	c.nodes[0].process().Signal(syscall.SIGKILL)
+	_, err = c.nodes[0].process().Wait(10 * time.Second)
+	require.NoError(t, err)
+	check(c.nodes[1])
 }
