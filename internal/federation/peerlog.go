@@ -32,9 +32,9 @@ const (
 const (
 	// webFingerMaxBytes bounds a WebFinger answer: a handful of links and properties.
 	webFingerMaxBytes = 64 << 10
-	// PeerLogCacheTTLDefault is how long a domain's answer is remembered (Orb's WebFinger
+	// peerLogCacheTTL is how long a domain's answer is remembered (Orb's WebFinger
 	// client keeps its ledger types five minutes).
-	PeerLogCacheTTLDefault = 5 * time.Minute
+	peerLogCacheTTL = 5 * time.Minute
 	// peerLogCacheSize bounds the remembered answers.
 	peerLogCacheSize = 1024
 )
@@ -64,7 +64,7 @@ type peerLogs struct {
 // keeps a witness log we can read, and where. A domain that advertises no log, or a log of
 // another type (an Orb's VCT log), has none for us: ok is false and err nil. An error means
 // the answer could not be had (the domain did not answer, or answered nonsense); callers
-// decide whether that counts as no log. Answers are remembered for PeerLogCacheTTLDefault;
+// decide whether that counts as no log. Answers are remembered for peerLogCacheTTL;
 // errors are not.
 //
 // Only a log served by the domain itself (same scheme and host as the actor) is accepted: its
@@ -75,7 +75,7 @@ func (s *Service) PeerLog(ctx context.Context, actor string) (PeerLog, bool, err
 	s.peerLogs.mu.Lock()
 	e, hit := s.peerLogs.entries[actor]
 	s.peerLogs.mu.Unlock()
-	if hit && now.Sub(e.fetched) < PeerLogCacheTTLDefault {
+	if hit && now.Sub(e.fetched) < peerLogCacheTTL {
 		return e.log, e.ok, nil
 	}
 	l, ok, err := readPeerLog(ctx, s.client.Fetch, actor)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -94,4 +95,33 @@ func TestPeerLogRefusesWhatItCannotRead(t *testing.T) {
 	require.Error(t, err)
 	_, _, err = a.svc.PeerLog(ctx, fakeWebFinger(t, func(string) string { return strings.Repeat(" ", webFingerMaxBytes+1) }))
 	require.ErrorIs(t, err, peer.ErrTooLarge, "the answer is bounded")
+}
+
+func TestPeerLogRemembersAnswersNotFailures(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := newDomain(t)
+	var asked atomic.Int32
+	fail := atomic.Bool{}
+	actor := fakeWebFinger(t, func(base string) string {
+		asked.Add(1)
+		if fail.Load() {
+			return "not JSON"
+		}
+		return fmt.Sprintf(`{"properties":{%q:%q},"links":[{"rel":"vct","href":%q}]}`, LedgerTypeProperty, LedgerTypeTLogTiles, base+LogPath)
+	})
+	for range 3 {
+		_, ok, err := a.svc.PeerLog(ctx, actor)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	require.EqualValues(t, 1, asked.Load(), "the answer is remembered")
+
+	fail.Store(true)
+	other := strings.Replace(actor, ServicePath, "/other", 1)
+	for range 2 {
+		_, _, err := a.svc.PeerLog(ctx, other)
+		require.Error(t, err)
+	}
+	require.EqualValues(t, 3, asked.Load(), "a failure is asked again")
 }
