@@ -248,8 +248,8 @@ func (c *Config) validateWitnessLog() error {
 		if err := validateURL(w.MariaDBURL, "mysql", "mariadb"); err != nil {
 			return &ParamError{Param: "witness-log-mariadb-url", Value: secret.RedactURL(w.MariaDBURL), Err: err}
 		}
-		// validateURL parsed it.
-		if u, _ := url.Parse(w.MariaDBURL); strings.Trim(u.Path, "/") == "" || strings.Contains(strings.Trim(u.Path, "/"), "/") {
+		u, _ := url.Parse(w.MariaDBURL) // validateURL parsed it
+		if db := strings.Trim(u.Path, "/"); db == "" || strings.Contains(db, "/") {
 			return &ParamError{Param: "witness-log-mariadb-url", Value: secret.RedactURL(w.MariaDBURL), Err: fmt.Errorf("the path must name the log's own database")}
 		}
 	}

@@ -43,8 +43,7 @@ func (c *core) federation(ctx context.Context) (*federation.Service, error) {
 		Redelivery:   c.cfg.Redelivery(),
 		SyncInterval: f.SyncInterval, SyncAcceleratedInterval: f.SyncAcceleratedInterval,
 		SyncMinActivityAge: f.SyncMinActivityAge, SyncMaxActivities: f.SyncMaxActivities,
-		WitnessLog: c.witnessLog != nil,
-		Broker:     c.ps, Logger: c.log("federation"), Registerer: c.reg,
+		WitnessLog: c.witnessLog != nil, Broker: c.ps, Logger: c.log("federation"), Registerer: c.reg,
 	}, c.st, client)
 	if err != nil {
 		return nil, err
