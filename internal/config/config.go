@@ -19,6 +19,7 @@ import (
 	"github.com/anchord/anchord/internal/expiry"
 	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/httpapi"
+	"github.com/anchord/anchord/internal/logmonitor"
 	"github.com/anchord/anchord/internal/opqueue"
 	"github.com/anchord/anchord/internal/param"
 	"github.com/anchord/anchord/internal/peer"
@@ -172,6 +173,8 @@ type Config struct {
 	Federation FederationConfig
 	// Witness configures the witnessing of anchors (--anchor-backend witness).
 	Witness WitnessConfig
+	// WitnessLog configures the domain's witness log and the monitor of other domains' logs.
+	WitnessLog WitnessLogConfig
 
 	// ShutdownTimeout bounds each stage of the ordered shutdown.
 	ShutdownTimeout time.Duration
@@ -212,6 +215,20 @@ type FederationConfig struct {
 	SyncMaxActivities       int
 	// RequestTimeout bounds each request to another domain.
 	RequestTimeout time.Duration
+}
+
+// WitnessLogConfig configures the witness log (docs/design/witness-log.md).
+type WitnessLogConfig struct {
+	// Enabled keeps the log: the domain appends every anchor credential it witnesses, serves
+	// the log under /log/ and advertises it in WebFinger. Orb's --vct-enabled.
+	Enabled bool
+	// MariaDBURL is the database of the log (mysql://user:password@host:port/database), which
+	// every instance of a cluster shares; required in a cluster. Empty in the embedded shape:
+	// the log is kept in files under <data-dir>/log.
+	MariaDBURL string
+	// MonitoringInterval is the interval of the log consistency monitor, which checks the logs
+	// of the domains we follow and of our witnesses.
+	MonitoringInterval time.Duration
 }
 
 // ExternalEndpointURL is --external-endpoint, or http://<host-url> when it is empty (a host-url
@@ -325,6 +342,7 @@ func Default() Config {
 			MonitorInterval: witness.MonitorIntervalDefault,
 			MaxRecords:      witness.MaxRecordsDefault,
 		},
+		WitnessLog: WitnessLogConfig{MonitoringInterval: logmonitor.IntervalDefault},
 	}
 }
 
@@ -389,6 +407,7 @@ var logGroups = []struct {
 	{"tasks", []string{"task-manager-", "data-expiry-"}},
 	{"anchoring", []string{"anchor-", "ledger-", "submitter-"}},
 	{"federation", []string{"external-endpoint", "activitypub-", "max-clock-skew", "follow-auth-", "invite-witness-", "sync-", "peer-"}},
+	{"witness-log", []string{"witness-log"}},
 }
 
 // LogGroups renders the effective configuration, secrets redacted, as one attribute list per

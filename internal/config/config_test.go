@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anchord/anchord/internal/httpapi"
+	"github.com/anchord/anchord/internal/logmonitor"
 	"github.com/anchord/anchord/internal/param"
 )
 
@@ -67,6 +68,25 @@ func TestLoadAllowedOrigins(t *testing.T) {
 	require.Empty(t, Default().AllowedOriginList(), "empty: this domain only")
 }
 
+func TestLoadWitnessLog(t *testing.T) {
+	t.Parallel()
+	c, err := Load(nil, env(nil), nil)
+	require.NoError(t, err)
+	require.False(t, c.WitnessLog.Enabled, "off by default")
+	require.Equal(t, logmonitor.IntervalDefault, c.WitnessLog.MonitoringInterval)
+	c, err = Load([]string{"--vct-enabled", "--vct-log-monitoring-interval", "3s"}, env(nil), nil)
+	require.NoError(t, err)
+	require.True(t, c.WitnessLog.Enabled, "Orb's flag name")
+	require.Equal(t, 3*time.Second, c.WitnessLog.MonitoringInterval)
+	c, err = Load(nil, env(map[string]string{"VCT_ENABLED": "true"}), nil)
+	require.NoError(t, err)
+	require.True(t, c.WitnessLog.Enabled, "Orb's variable")
+	c, err = Load([]string{"--witness-log", "--database-url", "postgres://db/x", "--mq-url", "amqp://mq/",
+		"--witness-log-mariadb-url", "mysql://root:pw@db:3306/log?timeout=5s"}, env(nil), nil)
+	require.NoError(t, err, "a cluster with the log in MariaDB")
+	require.Equal(t, "mysql://root:pw@db:3306/log?timeout=5s", c.WitnessLog.MariaDBURL)
+}
+
 func TestLoadErrorsNameTheParameter(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -91,6 +111,11 @@ func TestLoadErrorsNameTheParameter(t *testing.T) {
 		{"tiny documents", []string{"--max-document-bytes", "10"}, nil, "--max-document-bytes"},
 		{"no operations", []string{"--max-operations-per-did", "0"}, nil, "--max-operations-per-did"},
 		{"huge origin", []string{"--allowed-origins", "https://" + strings.Repeat("a", 2000)}, nil, "--allowed-origins"},
+		{"log database without the log", []string{"--witness-log-mariadb-url", "mysql://root@db/log"}, nil, "--witness-log-mariadb-url"},
+		{"log database of another kind", []string{"--witness-log", "--witness-log-mariadb-url", "postgres://db/log"}, nil, "--witness-log-mariadb-url"},
+		{"log database unnamed", []string{"--witness-log", "--witness-log-mariadb-url", "mysql://root@db/"}, nil, "--witness-log-mariadb-url"},
+		{"cluster log in files", []string{"--witness-log", "--database-url", "postgres://db/x", "--mq-url", "amqp://mq/"}, nil, "--witness-log"},
+		{"log monitor never runs", []string{"--witness-log-monitoring-interval", "0s"}, nil, "--witness-log-monitoring-interval"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -156,6 +156,9 @@ func (c *Config) Validate() error {
 	if err := c.validateFederation(); err != nil {
 		return err
 	}
+	if err := c.validateWitnessLog(); err != nil {
+		return err
+	}
 	if c.OpQueueTaskExpiration <= c.OpQueueTaskMonitorInterval {
 		return &ParamError{Param: "op-queue-task-expiration", Value: c.OpQueueTaskExpiration.String(),
 			Err: fmt.Errorf("must exceed --op-queue-task-monitor-interval (%s), or live instances are taken over", c.OpQueueTaskMonitorInterval)}
@@ -241,6 +244,31 @@ func (c *Config) validateFederation() error {
 		if d.v <= 0 {
 			return &ParamError{Param: d.name, Value: d.v.String(), Err: fmt.Errorf("must be positive")}
 		}
+	}
+	return nil
+}
+
+func (c *Config) validateWitnessLog() error {
+	w := c.WitnessLog
+	if w.MariaDBURL != "" {
+		if !w.Enabled {
+			return &ParamError{Param: "witness-log-mariadb-url", Value: secret.RedactURL(w.MariaDBURL), Err: fmt.Errorf("has no use without --witness-log")}
+		}
+		if err := validateURL(w.MariaDBURL, "mysql", "mariadb"); err != nil {
+			return &ParamError{Param: "witness-log-mariadb-url", Value: secret.RedactURL(w.MariaDBURL), Err: err}
+		}
+		u, _ := url.Parse(w.MariaDBURL) // validateURL parsed it
+		if db := strings.Trim(u.Path, "/"); db == "" || strings.Contains(db, "/") {
+			return &ParamError{Param: "witness-log-mariadb-url", Value: secret.RedactURL(w.MariaDBURL), Err: fmt.Errorf("the path must name the log's own database")}
+		}
+	}
+	// Files under the data dir are one process's: the instances of a cluster share the log only
+	// through the database.
+	if w.Enabled && c.MQURL != "" && c.Roles != "submitter" && w.MariaDBURL == "" {
+		return &ParamError{Param: "witness-log", Value: "true", Err: fmt.Errorf("a cluster keeps its witness log in MariaDB: set --witness-log-mariadb-url")}
+	}
+	if w.MonitoringInterval <= 0 {
+		return &ParamError{Param: "witness-log-monitoring-interval", Value: w.MonitoringInterval.String(), Err: fmt.Errorf("must be positive")}
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/anchord/anchord/internal/sidetree/batchfile"
 	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/taskmgr"
+	"github.com/anchord/anchord/internal/witnesslog"
 )
 
 // core is what every deployment shape is built on: the store, the CAS, the task manager with the
@@ -58,6 +59,10 @@ type core struct {
 	bodyLimits map[string]int64
 	// apiLn and adminLn are bound before any shape is assembled (listen).
 	apiLn, adminLn net.Listener
+	// witnessLog is the domain's witness log (--witness-log), nil when it keeps none: the
+	// witness appends each credential it signs before it answers. Opened by the federation's
+	// assembly, which advertises it.
+	witnessLog *witnesslog.Log
 	// federationView is what the explorer shows of the federation; the federation's assembly
 	// sets it, at any point of the assembly. Nil: not federated.
 	federationView httpapi.FederationSource

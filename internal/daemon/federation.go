@@ -13,11 +13,16 @@ import (
 // federation builds the domain's ActivityPub service on the core: the signed client towards
 // other domains, the service's routes (API listener) and admin routes (admin listener), the
 // deliverer and inbox processor (every instance), the activity-sync task (one instance at a
-// time), the expiry of delivered deliveries, and the dead-letter retry of kind activity. The
-// shape registers further inbox handlers on the returned service before the supervisor runs.
+// time), the expiry of delivered deliveries, and the dead-letter retry of kind activity; with
+// them the witness log when the domain keeps one, since WebFinger advertises it, and the monitor
+// of other domains' logs (witnesslog.go). The shape registers further inbox handlers on the
+// returned service before the supervisor runs.
 func (c *core) federation(ctx context.Context) (*federation.Service, error) {
 	key, err := c.domainKey(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.openWitnessLog(ctx); err != nil {
 		return nil, err
 	}
 	endpoint := c.cfg.ExternalEndpointURL()
@@ -38,7 +43,7 @@ func (c *core) federation(ctx context.Context) (*federation.Service, error) {
 		Redelivery:   c.cfg.Redelivery(),
 		SyncInterval: f.SyncInterval, SyncAcceleratedInterval: f.SyncAcceleratedInterval,
 		SyncMinActivityAge: f.SyncMinActivityAge, SyncMaxActivities: f.SyncMaxActivities,
-		Broker: c.ps, Logger: c.log("federation"), Registerer: c.reg,
+		WitnessLog: c.witnessLog != nil, Broker: c.ps, Logger: c.log("federation"), Registerer: c.reg,
 	}, c.st, client)
 	if err != nil {
 		return nil, err
@@ -59,6 +64,9 @@ func (c *core) federation(ctx context.Context) (*federation.Service, error) {
 	if err := c.tasks.Register(taskmgr.Task{
 		ID: federation.SyncTaskID, Interval: syncer.Interval(), Run: syncer.RunTask, NextIntervalFunc: syncer.NextInterval,
 	}); err != nil {
+		return nil, err
+	}
+	if err := c.logMonitor(svc); err != nil {
 		return nil, err
 	}
 	// Inbox processors and deliverers stop with the consumers: a claimed row they leave is

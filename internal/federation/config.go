@@ -99,6 +99,10 @@ type Config struct {
 	SyncMinActivityAge      time.Duration
 	SyncMaxActivities       int
 
+	// WitnessLog: the domain keeps a witness log, served at ExternalEndpoint + LogPath, and
+	// WebFinger advertises it.
+	WitnessLog bool
+
 	// Broker, when set (cluster), carries wake-ups between instances on the activity topics.
 	Broker pubsub.PubSub
 

@@ -394,8 +394,9 @@ var xmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`
 
 func xmlEscape(s string) string { return xmlEscaper.Replace(s) }
 
-// getWebFinger answers for the domain and the actor: the actor as the self link. Orb adds a
-// ledger-type property once the domain keeps a log; anchord keeps none yet.
+// getWebFinger answers for the domain and the actor: the actor as the self link and, when the
+// domain keeps a witness log, the log as Orb advertises its own (a "vct" link and the
+// ledger-type property), with our ledger type (peerlog.go says why it is not Orb's).
 func (s *Service) getWebFinger(w http.ResponseWriter, r *http.Request) {
 	res := r.URL.Query().Get("resource")
 	switch strings.TrimRight(res, "/") {
@@ -404,10 +405,15 @@ func (s *Service) getWebFinger(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusNotFound, "not_found", "unknown resource")
 		return
 	}
-	writeJSON(w, http.StatusOK, mediaTypeJRD, jrd{
+	doc := jrd{
 		Subject: res,
 		Links:   []jrdLink{{Rel: "self", Type: activity.MediaTypeActivity, Href: s.actor}},
-	})
+	}
+	if s.cfg.WitnessLog {
+		doc.Properties = map[string]any{LedgerTypeProperty: LedgerTypeTLogTiles}
+		doc.Links = append(doc.Links, jrdLink{Rel: LogRelation, Href: s.cfg.ExternalEndpoint + LogPath})
+	}
+	writeJSON(w, http.StatusOK, mediaTypeJRD, doc)
 }
 
 // getDIDDocument serves the domain's did:web document with the domain key, which signs the

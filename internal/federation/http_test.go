@@ -144,7 +144,7 @@ func TestActorKeyAndDiscoveryDocuments(t *testing.T) {
 	status, _, body := get("/.well-known/webfinger?resource=" + a.srv.URL)
 	require.Equal(t, http.StatusOK, status)
 	require.Contains(t, body, `"href":"`+a.actor()+`"`)
-	require.NotContains(t, body, "ledger-type", "no log yet")
+	require.NotContains(t, body, "ledger-type", "no witness log: none advertised")
 	status, _, _ = get("/.well-known/webfinger?resource=https://elsewhere.example")
 	require.Equal(t, http.StatusNotFound, status)
 

@@ -89,6 +89,8 @@ type Service struct {
 	// type of the activity answered (an Offer's Accept carries a witness's proof).
 	answers map[activity.Type]Handler
 	started bool
+
+	peerLogs peerLogs
 }
 
 // New returns the service of the domain at cfg.ExternalEndpoint, which signs with cfg.Key and
