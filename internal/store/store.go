@@ -67,7 +67,8 @@ type Executor interface {
 	// value at first start insert and, on ErrConflict, read the winner's value.
 	SettingInsert(ctx context.Context, name string, value []byte) error
 	// SettingPut stores a named setting, replacing its value if it exists: for settings an
-	// operator changes (the witness policy), where the last writer wins.
+	// operator changes (the witness policy), where the last writer wins. A nil value is stored
+	// as the empty value.
 	SettingPut(ctx context.Context, name string, value []byte) error
 
 	// OpQueueUpsertMany queues operations and returns their ids in input order. An OpID that is
