@@ -4,13 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/anchord/anchord/internal/activity"
 	"github.com/anchord/anchord/internal/anchor"
 	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/httpapi"
+	"github.com/anchord/anchord/internal/loop"
 	"github.com/anchord/anchord/internal/relay"
 	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/submitter"
@@ -47,6 +52,10 @@ func (c *core) witnessBackend(ctx context.Context, svc *federation.Service, give
 	if err != nil {
 		return nil, err
 	}
+	logs := &witnessLogs{svc: svc, interval: cfg.MonitorInterval, logger: c.log("witness"), has: map[string]bool{}}
+	cfg.HasLog = logs.hasLog
+	// It only reads other domains' WebFinger documents.
+	c.sup.add(StageConsumers, "witness-logs", logs.Run)
 	requeue := submitter.RequeueFunc(anchor.RequeueFunc(anchor.RequeueConfig{
 		Profile: c.profile, Limits: c.limits, FetchFunc: c.cas.FetchFunc, GiveBackTxFunc: giveBack,
 	}))
@@ -82,7 +91,11 @@ func (c *core) witnessing(ctx context.Context, svc *federation.Service) error {
 	if err != nil {
 		return err
 	}
-	signer, err := witness.NewSigner(cfg, c.st, svc.PostTx, svc.IsWitnessing, nil)
+	var appendLog witness.AppendFunc
+	if c.witnessLog != nil {
+		appendLog = c.witnessLog.Append
+	}
+	signer, err := witness.NewSigner(cfg, c.st, svc.PostTx, svc.IsWitnessing, appendLog)
 	if err != nil {
 		return err
 	}
@@ -147,4 +160,56 @@ func (c *core) credentialRoutes(endpoint string) func(mux httpapi.Router) {
 			_, _ = w.Write(body)
 		})
 	}
+}
+
+// witnessLogs remembers which of our witnesses keep a log we can read (LogRequired counts only
+// those). The witness backend asks inside the batch's transaction, where no request to another
+// domain may be made, so the answers are read in the background, every interval; a witness not
+// read yet, or whose WebFinger could not be read, counts as without a log.
+type witnessLogs struct {
+	svc      *federation.Service
+	interval time.Duration
+	logger   *slog.Logger
+
+	mu  sync.RWMutex
+	has map[string]bool
+}
+
+func (w *witnessLogs) hasLog(actor string) bool {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.has[actor]
+}
+
+// Run refreshes the answers until ctx is done.
+func (w *witnessLogs) Run(ctx context.Context) error {
+	for {
+		if err := w.runOnce(ctx); err != nil && ctx.Err() == nil {
+			w.logger.WarnContext(ctx, "read the witness logs of our witnesses", "error", err)
+		}
+		if !loop.Sleep(ctx, w.interval) {
+			return nil
+		}
+	}
+}
+
+func (w *witnessLogs) runOnce(ctx context.Context) error {
+	actors, err := w.svc.Witnesses(ctx)
+	if err != nil {
+		return err
+	}
+	has := make(map[string]bool, len(actors))
+	var errs []error
+	for _, a := range actors {
+		_, ok, err := w.svc.PeerLog(ctx, a)
+		if err != nil {
+			ok = w.hasLog(a) // keep what was known
+			errs = append(errs, fmt.Errorf("%s: %w", a, err))
+		}
+		has[a] = ok
+	}
+	w.mu.Lock()
+	w.has = has
+	w.mu.Unlock()
+	return errors.Join(errs...)
 }
