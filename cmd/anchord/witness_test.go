@@ -342,3 +342,44 @@ func TestWitnessFigures(t *testing.T) { //nolint:paralleltest // a measurement n
 		}
 	}
 }
+
+// TestLogRequiredCountsOnlyWitnessesWithALog: A's policy is OutOf(1,system) LogRequired; B
+// keeps a witness log, C does not. Every anchor is offered to B only, B logs each credential
+// before it signs it (its log grows by one entry per anchor), and C is never asked.
+func TestLogRequiredCountsOnlyWitnessesWithALog(t *testing.T) {
+	t.Parallel()
+	a := startDomain(t, "A", witnessTiming...)
+	b := startDomain(t, "B", "--witness-log")
+	c := startDomain(t, "C")
+	a.admin("policy", "set", "OutOf(1,system) LogRequired")
+	a.invite(b, c)
+	// The origin learns from WebFinger, in the background, which witnesses keep a log; an
+	// anchor written before it knows finds no eligible witness and is offered to B by the
+	// status monitor.
+
+	load := newFedLoad(t, a.api)
+	for range 3 {
+		load.creates(30, 4)
+		time.Sleep(500 * time.Millisecond)
+	}
+	anchordtest.Eventually(t, time.Minute, 200*time.Millisecond, func() bool {
+		return load.publishedAt(a) == len(load.dids())
+	}, "A's DIDs are published")
+	anchors := a.api.anchors(t)
+	for _, an := range anchors {
+		for _, w := range an.Witnesses {
+			require.Equal(t, w.Actor == b.actor, w.Selected, "anchor %d: only the witness with a log is asked (%s)", an.Seq, w.Actor)
+		}
+	}
+	require.Zero(t, witnessMetric(t, c, "anchord_witness_offers_received_total"), "C is never asked")
+	anchordtest.Eventually(t, 30*time.Second, 200*time.Millisecond, func() bool {
+		resp, err := http.Get("http://" + b.addr + "/log/checkpoint")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		lines := strings.Split(string(body), "\n")
+		return len(lines) > 1 && lines[1] == fmt.Sprint(len(anchors))
+	}, "B's log holds one credential per anchor")
+}
