@@ -76,7 +76,7 @@
   function badge(text, kind) { return el('span', { class: 'badge ' + (kind || '') }, text); }
 
   function statusBadge(status) {
-    const kinds = { completed: 'ok', pending: 'warn', failed: 'bad', delivered: 'ok', retrying: 'warn', parked: 'bad' };
+    const kinds = { completed: 'ok', pending: 'warn', 'in-process': 'warn', failed: 'bad', delivered: 'ok', retrying: 'warn', parked: 'bad' };
     return badge(status, kinds[status] || 'info');
   }
 
@@ -449,6 +449,16 @@
       ]),
       a.record ? [el('h2', null, 'Record'), record(a.record)] : null,
       a.signature ? facts([['Signature', el('span', { class: 'mono' }, a.signature)]]) : null,
+      a.credential ? [
+        el('h2', null, 'Witnesses'),
+        facts([['Credential', el('a', { href: '/vc/' + a.credential.split('/').pop(), class: 'mono' }, a.credential)]]),
+        a.witnesses && a.witnesses.length
+          ? table('Witnesses of this anchor', ['Witness', 'Roles', 'Asked', 'Proof'], a.witnesses.map((w) => [
+            el('span', { class: 'mono' }, w.actor), w.roles.join(', '),
+            w.selected ? time(w.offeredAt) : 'no', w.proofAt ? [badge('received', 'ok'), ' ', time(w.proofAt)] : badge(w.selected ? 'waiting' : '—', w.selected ? 'warn' : 'info'),
+          ]))
+          : notice('No witness was eligible: the policy needed none, or the status monitor is looking for one.'),
+      ] : null,
       el('h2', null, 'Files'),
       d.filesError ? errorBox(d.filesError) : null,
       d.files.length ? table('Batch files of this anchor', ['File', 'CID'], d.files.map((f) => [
