@@ -308,8 +308,9 @@ func TestWitnessedAnchorsOfAClusterCompleteOnce(t *testing.T) {
 }
 
 // TestWitnessFigures measures accept→resolvable at the origin at 1,000 creates/s for 20 s
-// with the local backend, with one witness (OutOf(1,system)) and with two (every system
-// witness), interleaved twice in one sitting. It is a measurement, not a check: run it with
+// with the local backend, with one witness (OutOf(1,system)), with two (every system witness)
+// and with one witness that logs each credential before it signs it, interleaved twice in one
+// sitting. It is a measurement, not a check: run it with
 // ANCHORD_TEST_WITNESS_FIGURES=1 (without -race), alone on the machine.
 func TestWitnessFigures(t *testing.T) { //nolint:paralleltest // a measurement needs the machine to itself
 	if os.Getenv("ANCHORD_TEST_WITNESS_FIGURES") != "1" {
@@ -317,6 +318,7 @@ func TestWitnessFigures(t *testing.T) { //nolint:paralleltest // a measurement n
 	}
 	b := startDomain(t, "B")
 	c := startDomain(t, "C")
+	logged := startDomain(t, "L", "--witness-log")
 	setups := []struct {
 		name   string
 		policy string
@@ -325,6 +327,7 @@ func TestWitnessFigures(t *testing.T) { //nolint:paralleltest // a measurement n
 		{"local backend", "", nil},
 		{"one witness", "OutOf(1,system)", []*relayDomain{b}},
 		{"two witnesses", "MinPercent(100,system)", []*relayDomain{b, c}},
+		{"one witness with a log", "OutOf(1,system) LogRequired", []*relayDomain{logged}},
 	}
 	for round := 1; round <= 2; round++ {
 		for _, s := range setups {

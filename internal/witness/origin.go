@@ -156,16 +156,14 @@ func (w *Witnessing) offerable(ctx context.Context, tx store.Executor, a store.A
 			return store.WitnessAnchor{}, nil, fmt.Errorf("previous anchor %d of DID %s has no hashlink yet", ref.Seq, s)
 		}
 		content.Operations[i].Previous = ref.Hashlink
-		origin, seen := origins[ref.Seq]
-		if !seen {
+		if _, seen := origins[ref.Seq]; !seen {
 			prev, err := tx.AnchorGet(ctx, ref.Seq)
 			if err != nil {
 				return store.WitnessAnchor{}, nil, err
 			}
-			origin = prev.Origin
-			origins[ref.Seq] = origin
-			if origin != "" && origin != id.ActorIRI && !slices.Contains(batchOrigins, origin) {
-				batchOrigins = append(batchOrigins, origin)
+			origins[ref.Seq] = prev.Origin
+			if o := prev.Origin; o != "" && o != id.ActorIRI && !slices.Contains(batchOrigins, o) {
+				batchOrigins = append(batchOrigins, o)
 			}
 		}
 	}
