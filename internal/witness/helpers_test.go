@@ -261,7 +261,7 @@ func (o *origin) offersMetric(reason string) float64 {
 	return testutil.ToFloat64(o.w.m.offers.WithLabelValues(reason))
 }
 
-// offerTo returns the one Offer of anchor hashlink addressed to actor, the last if several.
+// offerTo returns the last committed Offer addressed to actor.
 func (o *origin) offerTo(actor string) *activity.Activity {
 	o.t.Helper()
 	var found *activity.Activity
