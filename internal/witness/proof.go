@@ -151,6 +151,17 @@ func (w *Witnessing) addProof(ctx context.Context, wa store.WitnessAnchor, actor
 		completed, err = w.completeIfSatisfied(ctx, tx, wa.Seq)
 		return err
 	})
+	if err == nil && outcome == ProofAdded && !completed {
+		// Under READ COMMITTED (PostgreSQL) two transactions recording the last two proofs at
+		// once each see only their own and neither completes the anchor. Looking again once
+		// ours has committed sees every proof committed before, so whichever commits last
+		// completes it; completion stays a conditional update, so it still happens once.
+		err = w.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+			var err error
+			completed, err = w.completeIfSatisfied(ctx, tx, wa.Seq)
+			return err
+		})
+	}
 	if err != nil {
 		return "", fmt.Errorf("add proof of %s to anchor %d: %w", actor, wa.Seq, err)
 	}
