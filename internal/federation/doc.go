@@ -29,7 +29,10 @@
 //     MaxInboxBytes → 413.
 //  2. The activity's actor must own the signing key → 401.
 //  3. The activity parses within the activity limits → 400.
-//  4. Its handler's Authorize: 403 for an actor that may not do this, 400 for a malformed
+//  4. Its id is on its actor's host (scheme and host) → 400 otherwise: activities are known by
+//     id, and an id on another domain's host would let one domain take another's (the activity
+//     sync skips such items too).
+//  5. Its handler's Authorize: 403 for an actor that may not do this, 400 for a malformed
 //     request (a Follow of someone else, an Undo of nothing).
 //
 // # Relationships

@@ -99,6 +99,12 @@ func (s *Service) postInbox(w http.ResponseWriter, r *http.Request) {
 			errors.New("the activity's actor is not the owner of the signing key"))
 		return
 	}
+	if !sameOrigin(a.ID, a.Actor) {
+		// Activities are recognised by id (a second copy is a no-op, a witness answers an Offer
+		// once): an id on another domain's host would let one domain take another's.
+		s.refuse(w, r, a.Type, http.StatusBadRequest, "invalid_activity", errors.New("the activity's id is not on its actor's host"))
+		return
+	}
 	in := Inbound{Activity: a, Body: body, Actor: a.Actor, From: signer.Owner, Source: SourceLive}
 	if h, ok := s.handler(a.Type); ok && h.Authorize != nil {
 		if err := h.Authorize(r.Context(), in); err != nil {

@@ -85,6 +85,15 @@ func TestInboxRefusals(t *testing.T) {
 		status, body := send(t, m.signedRequest(t, "POST", inbox, []byte(undo)))
 		require.Equal(t, http.StatusForbidden, status, body)
 	})
+	t.Run("IDOnAnotherDomainsHost", func(t *testing.T) {
+		// M reuses an id of the victim's: taken, it would make the victim's own activity a
+		// duplicate here.
+		create := fmt.Sprintf(`{"@context":"https://www.w3.org/ns/activitystreams","id":%q,"type":"Follow","actor":%q,"to":%q,"object":%q}`,
+			victim.actor()+"/activities/taken", m.actor(), a.actor(), a.actor())
+		status, body := send(t, m.signedRequest(t, "POST", inbox, []byte(create)))
+		require.Equal(t, http.StatusBadRequest, status, body)
+		require.Contains(t, body, "not on its actor's host")
+	})
 	t.Run("TooLarge", func(t *testing.T) {
 		big := follow(m, a, "big")
 		big = append(big[:len(big)-1], []byte(`,"pad":"`+strings.Repeat("x", int(MaxInboxBytesDefault))+`"}`)...)

@@ -205,8 +205,12 @@ func (y *Syncer) item(ctx context.Context, raw []byte, actor string) ([]byte, er
 }
 
 // wanted is the filter of a source: from a followed domain's outbox, its own Creates and
-// Announces; from a follower's inbox, our own Creates.
+// Announces; from a follower's inbox, our own Creates. An activity's id must be on its actor's
+// host, as at the inbox.
 func (y *Syncer) wanted(a *activity.Activity, actor, box string) bool {
+	if !sameOrigin(a.ID, a.Actor) {
+		return false
+	}
 	if box == "inbox" {
 		return a.Type == activity.TypeCreate && a.Actor == y.s.actor
 	}
