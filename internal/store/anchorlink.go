@@ -41,7 +41,10 @@ type AnchorLinkExecutor interface {
 	// AnchorNextToPublish returns this domain's anchor with the lowest sequence number that is
 	// neither published nor failed, or ErrNotFound. It may be pending or not yet observed: the
 	// caller then waits, because anchors are published in sequence order (each one's hashlink
-	// depends on the hashlinks before it). Inside a transaction on PostgreSQL the row is locked,
+	// depends on the hashlinks before it). A witnessed anchor still collecting proofs is passed
+	// over: its link was fixed when it was offered, no later anchor names it as a parent (its
+	// DIDs stay reserved until it is indexed), and it may wait for witnesses for minutes; it is
+	// published when it completes. Inside a transaction on PostgreSQL the row is locked,
 	// without skipping, so publishers take turns.
 	AnchorNextToPublish(ctx context.Context) (Anchor, error)
 	// AnchorMarkPublished records hashlink as the hashlink of this domain's anchor seq and marks

@@ -114,7 +114,8 @@ const (
 	// FOR UPDATE without SKIP LOCKED: publishers take turns on the lowest anchor, because each
 	// anchor's hashlink depends on those published before it.
 	qAnchorNextToPublish = `SELECT ` + qAnchorColumns + ` FROM anchors
-		WHERE origin IS NULL AND published_at IS NULL AND status <> 'failed' ORDER BY seq LIMIT 1 FOR UPDATE`
+		WHERE origin IS NULL AND published_at IS NULL AND status <> 'failed'
+			AND NOT (backend = 'witness' AND status = 'pending') ORDER BY seq LIMIT 1 FOR UPDATE`
 	qAnchorMarkPublished = `UPDATE anchors SET hashlink = $1, published_at = now()
 		WHERE seq = $2 AND origin IS NULL AND published_at IS NULL`
 	qAnchorsByHashlink = `SELECT hashlink, seq FROM anchors WHERE hashlink = ANY($1)`

@@ -108,7 +108,8 @@ const qDIDSuffixList = `SELECT DISTINCT suffix FROM did_operations WHERE suffix 
 
 const (
 	qAnchorNextToPublish = `SELECT ` + qAnchorColumns + ` FROM anchors
-		WHERE origin IS NULL AND published_at IS NULL AND status <> 'failed' ORDER BY seq LIMIT 1`
+		WHERE origin IS NULL AND published_at IS NULL AND status <> 'failed'
+			AND NOT (backend = 'witness' AND status = 'pending') ORDER BY seq LIMIT 1`
 	qAnchorMarkPublished = `UPDATE anchors SET hashlink = ?, published_at = ?
 		WHERE seq = ? AND origin IS NULL AND published_at IS NULL`
 	// qAnchorsByHashlink is completed with one placeholder per hashlink.

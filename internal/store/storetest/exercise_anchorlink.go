@@ -73,6 +73,21 @@ func exerciseAnchorLinks(t *testing.T, setup setupFunc) {
 		require.NoError(t, s.AnchorMarkPublished(ctx, a4.Seq, "hl:four"))
 		_, err = s.AnchorNextToPublish(ctx)
 		require.ErrorIs(t, err, store.ErrNotFound)
+
+		// A witnessed anchor collecting proofs does not hold back those after it.
+		witnessed, err := s.AnchorInsert(ctx, store.AnchorInsertParams{AnchorString: "1.witnessed", CoreIndexCID: "cid-witnessed",
+			OpCount: 1, Backend: store.AnchorBackendWitness, Status: store.AnchorPending, Record: []byte("{}")})
+		require.NoError(t, err)
+		a6 := localAnchor(t, s, store.AnchorCompleted)
+		next, err = s.AnchorNextToPublish(ctx)
+		require.NoError(t, err)
+		require.Equal(t, a6.Seq, next.Seq)
+		require.NoError(t, s.AnchorMarkPublished(ctx, a6.Seq, "hl:six"))
+		_, err = s.AnchorCompletePending(ctx, witnessed.Seq)
+		require.NoError(t, err)
+		next, err = s.AnchorNextToPublish(ctx)
+		require.NoError(t, err)
+		require.Equal(t, witnessed.Seq, next.Seq, "published once complete")
 	})
 
 	t.Run("ForeignAnchorsRecordedObserved", func(t *testing.T) {
