@@ -419,10 +419,10 @@ func (d *relayDomain) waitAnchors(n int, timeout time.Duration) time.Duration {
 	return time.Since(start)
 }
 
-// outboxCreates counts, per anchor hashlink, the Creates in a domain's public outbox.
-func (d *relayDomain) outboxCreates() map[string]int {
+// outboxCreateActivities returns every Create in a domain's public outbox, page by page.
+func (d *relayDomain) outboxCreateActivities() []json.RawMessage {
 	d.t.Helper()
-	out := map[string]int{}
+	var out []json.RawMessage
 	for page := 0; ; page++ {
 		resp, err := d.api.http.Get(fmt.Sprintf("%s%s/outbox?page=true&page-num=%d", d.api.base, federation.ServicePath, page))
 		require.NoError(d.t, err)
@@ -435,19 +435,27 @@ func (d *relayDomain) outboxCreates() map[string]int {
 		if len(p.Items) == 0 {
 			return out
 		}
-		for _, raw := range creates(d.t, p.Items) {
-			var c struct {
-				Object struct {
-					Object struct {
-						Linkset []struct {
-							Anchor string `json:"anchor"`
-						} `json:"linkset"`
-					} `json:"object"`
-				} `json:"object"`
-			}
-			require.NoError(d.t, json.Unmarshal(raw, &c))
-			require.Len(d.t, c.Object.Object.Linkset, 1)
-			out[c.Object.Object.Linkset[0].Anchor]++
-		}
+		out = append(out, creates(d.t, p.Items)...)
 	}
+}
+
+// outboxCreates counts, per anchor hashlink, the Creates in a domain's public outbox.
+func (d *relayDomain) outboxCreates() map[string]int {
+	d.t.Helper()
+	out := map[string]int{}
+	for _, raw := range d.outboxCreateActivities() {
+		var c struct {
+			Object struct {
+				Object struct {
+					Linkset []struct {
+						Anchor string `json:"anchor"`
+					} `json:"linkset"`
+				} `json:"object"`
+			} `json:"object"`
+		}
+		require.NoError(d.t, json.Unmarshal(raw, &c))
+		require.Len(d.t, c.Object.Object.Linkset, 1)
+		out[c.Object.Object.Linkset[0].Anchor]++
+	}
+	return out
 }

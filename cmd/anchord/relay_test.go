@@ -207,6 +207,28 @@ func TestFederationFollowerReadsFilesFromIPFS(t *testing.T) {
 	require.Positive(t, b.api.metricTotal(t, "anchord_relay_fetched_bytes_total"))
 }
 
+// startClusteredDomain starts a domain of one instance per env (each instance's environment)
+// on PostgreSQL and RabbitMQ behind a failover proxy, its one address; the domain's admin CLI
+// talks to the first instance.
+func startClusteredDomain(t *testing.T, env [][]string, extra ...string) (*relayDomain, *testCluster) {
+	t.Helper()
+	proxyAddr := anchordtest.FreeAddr(t)
+	endpoint := "http://" + proxyAddr
+	args := append([]string{"--external-endpoint", endpoint, "--task-manager-check-interval", "1s",
+		"--op-queue-task-monitor-interval", "1s", "--op-queue-task-expiration", "5s"}, fedTiming...)
+	cluster := newCluster(t, env, append(args, extra...)...)
+	startFailoverProxy(t, proxyAddr, func() []string {
+		var out []string
+		for _, n := range cluster.nodes {
+			out = append(out, n.addr)
+		}
+		return out
+	})
+	a := &relayDomain{t: t, name: "A", addr: proxyAddr, actor: endpoint + federation.ServicePath, api: newClient(proxyAddr)}
+	a.proc = cluster.nodes[0].process()
+	return a, cluster
+}
+
 // failoverProxy is the one address of a clustered domain: it forwards each request to the
 // instances in turn and, when one does not answer, to the next, as a load balancer would.
 type failoverProxy struct {
@@ -268,19 +290,7 @@ func (p *failoverProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // creates and 300 updates instead of 450 and 30.
 func TestFederationFollowersOfAClusteredDomain(t *testing.T) {
 	t.Parallel()
-	proxyAddr := anchordtest.FreeAddr(t)
-	endpoint := "http://" + proxyAddr
-	cluster := newCluster(t, make([][]string, 3), append([]string{"--external-endpoint", endpoint, "--task-manager-check-interval", "1s",
-		"--op-queue-task-monitor-interval", "1s", "--op-queue-task-expiration", "5s"}, fedTiming...)...)
-	startFailoverProxy(t, proxyAddr, func() []string {
-		var out []string
-		for _, n := range cluster.nodes {
-			out = append(out, n.addr)
-		}
-		return out
-	})
-	a := &relayDomain{t: t, name: "A", addr: proxyAddr, actor: endpoint + federation.ServicePath, api: newClient(proxyAddr)}
-	a.proc = cluster.nodes[0].process() // the admin CLI of B and C never talks to A
+	a, cluster := startClusteredDomain(t, make([][]string, 3))
 	b := startDomain(t, "B")
 	c := startDomain(t, "C")
 	b.follow(a)

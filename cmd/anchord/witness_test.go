@@ -57,29 +57,17 @@ func (d *relayDomain) invite(witnesses ...*relayDomain) {
 func (d *relayDomain) publishedCredentials() []*vc.Credential {
 	d.t.Helper()
 	var out []*vc.Credential
-	for page := 0; ; page++ {
-		resp, err := d.api.http.Get(fmt.Sprintf("%s%s/outbox?page=true&page-num=%d", d.api.base, federation.ServicePath, page))
+	for _, raw := range d.outboxCreateActivities() {
+		a, err := activity.Parse(raw)
 		require.NoError(d.t, err)
-		var p struct {
-			Items []json.RawMessage `json:"orderedItems"`
-		}
-		err = json.NewDecoder(resp.Body).Decode(&p)
-		resp.Body.Close()
+		link := (&activity.Linkset{Linkset: a.Object.AnchorEvent.Object.Linkset}).Link()
+		content, err := link.Replies[0].Content(vc.MaxDocumentSize)
 		require.NoError(d.t, err)
-		if len(p.Items) == 0 {
-			return out
-		}
-		for _, raw := range creates(d.t, p.Items) {
-			a, err := activity.Parse(raw)
-			require.NoError(d.t, err)
-			link := (&activity.Linkset{Linkset: a.Object.AnchorEvent.Object.Linkset}).Link()
-			content, err := link.Replies[0].Content(vc.MaxDocumentSize)
-			require.NoError(d.t, err)
-			c, err := vc.ParseCredential(content)
-			require.NoError(d.t, err)
-			out = append(out, c)
-		}
+		c, err := vc.ParseCredential(content)
+		require.NoError(d.t, err)
+		out = append(out, c)
 	}
+	return out
 }
 
 // verifiedSigners verifies every proof of c against the did:web documents of the loopback
@@ -253,21 +241,8 @@ func TestWitnessesThatDoNotAnswerAreReplacedAndTheirAnchorsFail(t *testing.T) {
 // operation once.
 func TestWitnessedAnchorsOfAClusterCompleteOnce(t *testing.T) {
 	t.Parallel()
-	proxyAddr := anchordtest.FreeAddr(t)
-	endpoint := "http://" + proxyAddr
 	crash := []string{"ANCHORD_FAILPOINTS=" + failpoint.WitnessBeforeCompleteCommit + "=1"}
-	cluster := newCluster(t, [][]string{nil, crash, nil}, append(append([]string{"--external-endpoint", endpoint,
-		"--task-manager-check-interval", "1s", "--op-queue-task-monitor-interval", "1s", "--op-queue-task-expiration", "5s"},
-		fedTiming...), witnessTiming...)...)
-	startFailoverProxy(t, proxyAddr, func() []string {
-		var out []string
-		for _, n := range cluster.nodes {
-			out = append(out, n.addr)
-		}
-		return out
-	})
-	a := &relayDomain{t: t, name: "A", addr: proxyAddr, actor: endpoint + federation.ServicePath, api: newClient(proxyAddr)}
-	a.proc = cluster.nodes[0].process()
+	a, cluster := startClusteredDomain(t, [][]string{nil, crash, nil}, witnessTiming...)
 	b := startDomain(t, "B")
 	c := startDomain(t, "C")
 	a.admin("policy", "set", "OutOf(1,system)")
