@@ -23,7 +23,7 @@ func cluster(ctx context.Context, c *core) error {
 	}
 	// Reservations live in the database, so one pending operation per DID holds across every
 	// instance; a parked operation frees its DID there.
-	pending := intake.NewSharedPending(c.st, 0, c.log("intake"))
+	pending := intake.NewSharedPending(c.st, c.pendingTTL(), c.log("intake"))
 	broker, err := opqueue.NewCluster(c.queueConfig(nil), opqueue.BrokerConfig{
 		PoolSize: c.cfg.MQOpQueuePool, TaskMonitorInterval: c.cfg.OpQueueTaskMonitorInterval, Logger: c.log("opqueue-broker"),
 	}, c.st, c.ps)

@@ -27,7 +27,7 @@ func embedded(ctx context.Context, c *core) error {
 	if err := c.pinDIDMethod(ctx); err != nil {
 		return err
 	}
-	pending := intake.NewPending(0)
+	pending := intake.NewPending(c.pendingTTL())
 	queue, err := opqueue.New(c.queueConfig(pending.Release), c.st)
 	if err != nil {
 		return err

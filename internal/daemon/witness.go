@@ -15,6 +15,7 @@ import (
 	"github.com/anchord/anchord/internal/anchor"
 	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/httpapi"
+	"github.com/anchord/anchord/internal/intake"
 	"github.com/anchord/anchord/internal/loop"
 	"github.com/anchord/anchord/internal/relay"
 	"github.com/anchord/anchord/internal/store"
@@ -23,6 +24,19 @@ import (
 	"github.com/anchord/anchord/internal/vc"
 	"github.com/anchord/anchord/internal/witness"
 )
+
+// pendingTTL is how long a DID stays reserved for its pending operation (intake's default, 0,
+// for the local and ledger backends). With witnesses an operation may wait in an anchor for
+// --max-witness-delay plus the grace period and then be anchored again: the reservation must
+// outlast that, or a second operation on the DID could be accepted and anchored on a previous
+// anchor that is no longer the DID's last. Three rounds cover an anchor that fails twice; the
+// TTL stays a safety net for operations lost elsewhere, not the normal release.
+func (c *core) pendingTTL() time.Duration {
+	if c.cfg.AnchorBackend != "witness" {
+		return 0
+	}
+	return max(intake.PendingTTLDefault, 3*(c.cfg.Witness.MaxWitnessDelay+c.cfg.Witness.GracePeriod))
+}
 
 // witnessConfig is the witnessing configuration of this domain, both sides.
 func (c *core) witnessConfig(ctx context.Context, svc *federation.Service, component string) (witness.Config, error) {
