@@ -26,7 +26,7 @@ const (
 
 	qAnchorWitnessColumns = `anchor_seq, actor, batch, system, has_log, selected, offer_id, offered_at, offer_end, proof, proof_at,
 		log_origin, log_index, log_deadline, log_verified_at, log_broken_at`
-	qAnchorWitnessUpsert  = `INSERT INTO anchor_witnesses (anchor_seq, actor, batch, system, has_log, selected, offer_id, offered_at, offer_end)
+	qAnchorWitnessUpsert = `INSERT INTO anchor_witnesses (anchor_seq, actor, batch, system, has_log, selected, offer_id, offered_at, offer_end)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (anchor_seq, actor) DO UPDATE SET batch = excluded.batch, system = excluded.system,
 			has_log = excluded.has_log, selected = excluded.selected, offer_id = excluded.offer_id,
