@@ -218,7 +218,6 @@ func TestLogPromisesAreVerifiedOrBroken(t *testing.T) {
 	})
 }
 
-
 // TestLogPromisesInALogNotTheWitnesss: a promise naming a log the witness does not keep (or
 // none at all) waits for its deadline, then is broken.
 func TestLogPromisesInALogNotTheWitnesss(t *testing.T) {
