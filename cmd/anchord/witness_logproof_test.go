@@ -16,7 +16,8 @@ import (
 	"github.com/anchord/anchord/internal/store"
 )
 
-// proofMonitorInterval is A's --vct-monitoring-interval in these tests.
+// proofMonitorInterval is A's --vct-monitoring-interval in these tests; its task manager
+// checks every second, so that a run is never held back longer than that.
 const proofMonitorInterval = 2 * time.Second
 
 // TestProofMonitorConfirmsLoggedProofsAndFindsBrokenPromises: A's policy is
@@ -29,7 +30,7 @@ func TestProofMonitorConfirmsLoggedProofsAndFindsBrokenPromises(t *testing.T) {
 	t.Parallel()
 	// A short clock skew: a promise is broken at its deadline plus the skew.
 	skew := []string{"--max-clock-skew", "2s"}
-	a := startDomain(t, "A", append(append(slices.Clone(witnessTiming), skew...), "--vct-monitoring-interval", proofMonitorInterval.String())...)
+	a := startDomain(t, "A", append(append(slices.Clone(witnessTiming), skew...), "--vct-monitoring-interval", proofMonitorInterval.String(), "--task-manager-check-interval", "1s")...)
 	// The witnesses' receipts end 8 s after they sign: that is the deadline of their promises.
 	b := startDomain(t, "B", append([]string{"--witness-log", "--max-witness-delay", "8s"}, skew...)...)
 	c := startDomain(t, "C", append([]string{"--witness-log", "--max-witness-delay", "8s"}, skew...)...)

@@ -106,7 +106,11 @@ func (p *LogProofs) Interval() time.Duration { return p.cfg.Interval }
 // RunTask is the task's run: one pass over the unsettled promises. Settling is a conditional
 // update, so a run that overlaps another (a permit lost and taken) settles each promise once.
 func (p *LogProofs) RunTask(ctx context.Context, _ int64) error {
-	_, err := p.runOnce(ctx)
+	res, err := p.runOnce(ctx)
+	if res != (LogProofResult{}) {
+		p.cfg.Logger.DebugContext(ctx, "witness log promises checked", "verified", res.Verified, "broken", res.Broken,
+			"waiting", res.Waiting, "unreadable", res.Unreadable)
+	}
 	return err
 }
 
@@ -166,6 +170,8 @@ func (p *LogProofs) runOnce(ctx context.Context) (LogProofResult, error) {
 			continue
 		case !broken && reason != "":
 			res.Waiting++
+			p.cfg.Logger.DebugContext(ctx, "witness log promise not kept yet", "witness", w.Actor, "anchor_seq", w.Seq,
+				"index", w.Promise.Index, "deadline", w.Promise.Deadline, "reason", reason)
 			continue
 		}
 		settled, err := p.settle(ctx, w, pe.hashlink, broken, reason)
