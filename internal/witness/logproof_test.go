@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/anchord/anchord/internal/activity"
 	"github.com/anchord/anchord/internal/anchordtest"
 	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/store/storetest"
@@ -114,7 +117,7 @@ func pendingAnchor(t *testing.T, st store.Store, n int) int64 {
 func promise(t *testing.T, st store.Store, seq int64, index uint64, deadline time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	added, err := st.AnchorWitnessAddProof(ctx, seq, logWitness, []byte(`{"proof":{}}`))
+	added, err := st.AnchorWitnessAddProof(ctx, seq, logWitness, proofAttachment(t, "did:web:b.example#key"))
 	require.NoError(t, err)
 	require.True(t, added)
 	require.NoError(t, st.AnchorWitnessPromise(ctx, seq, logWitness, store.LogPromise{Origin: logOrigin, Index: int64(index), Deadline: deadline}))
@@ -277,4 +280,85 @@ func TestLogEntryIsTheCanonicalCredential(t *testing.T) {
 	require.Equal(t, string(a), string(b))
 	require.Contains(t, string(a), `"note":"<&>"`, "JCS, not HTML-escaped")
 	require.Less(t, strings.Index(string(a), `"@context"`), strings.Index(string(a), `"issuer"`), "members sorted")
+}
+
+// TestBrokenPromiseMakesTheStatusMonitorAskAnotherWitness: a pending anchor under
+// "OutOf(1,system) LogRequired" holds B's proof, whose promise is broken. The anchor becomes
+// due at once, the status monitor does not complete it on B's proof, and offers it to C, the
+// other witness with a log; B's proof is left out of the credential.
+func TestBrokenPromiseMakesTheStatusMonitorAskAnotherWitness(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st store.Store) {
+		ctx := anchordtest.Context(t, time.Minute)
+		l := servedLog(t)
+		_, key, err := ed25519.GenerateKey(rand.Reader)
+		require.NoError(t, err)
+		post := func(ctx context.Context, tx store.Executor, a *activity.Activity, _ ...string) (string, error) {
+			a.ID = fmt.Sprintf("https://a.example/activities/%d", time.Now().UnixNano())
+			body, err := json.Marshal(a)
+			if err != nil {
+				return "", err
+			}
+			_, err = tx.ActivityOutboxInsert(ctx, store.ActivityOutboxInsertParams{ActivityID: a.ID, Type: string(a.Type), Body: body, Recipients: a.To})
+			return a.ID, err
+		}
+		refuse := func(string) (vc.ResolveKeyFunc, error) { return nil, errors.New("no proof is verified in this test") }
+		requeue := func(context.Context, store.Executor, store.Anchor) error {
+			return errors.New("no anchor fails in this test")
+		}
+		w, err := New(Config{Identity: Identity{ActorIRI: "https://a.example/services/anchord", Endpoint: "https://a.example",
+			DID: "did:web:a.example", Key: key}, HasLog: func(string) bool { return true }, Logger: anchordtest.Logger(t)},
+			st, post, refuse, requeue, nil)
+		require.NoError(t, err)
+		policy, err := Parse("OutOf(1,system) LogRequired")
+		require.NoError(t, err)
+		require.NoError(t, SavePolicy(ctx, st, policy))
+		for _, actor := range []string{logWitness, otherWitness} {
+			require.NoError(t, st.RelationshipUpsert(ctx, store.RelationshipUpsertParams{Kind: store.RelationshipWitness, Actor: actor,
+				Status: store.RelationshipAccepted, ActivityID: "https://a.example/activities/invite-" + actor[8:9]}))
+		}
+
+		seq := pendingAnchor(t, st, 1)
+		require.NoError(t, st.AnchorWitnessUpsert(ctx, store.AnchorWitness{Seq: seq, Actor: otherWitness, System: true, HasLog: true}))
+		promise(t, st, seq, logged(t, l.Log, 99), time.Now().Add(time.Hour)) // B logged another credential there
+		_, err = l.AwaitCheckpoint(ctx, 0)
+		require.NoError(t, err)
+
+		mon, err := NewLogProofs(LogProofConfig{Logger: anchordtest.Logger(t)}, st, l.directory(t, logOrigin))
+		require.NoError(t, err)
+		res, err := mon.runOnce(ctx)
+		require.NoError(t, err)
+		require.Equal(t, LogProofResult{Broken: 1}, res)
+
+		checked, err := w.runOnce(ctx)
+		require.NoError(t, err)
+		require.Equal(t, MonitorResult{Checked: 1, Reoffered: 1}, checked, "due at once, and not complete on B's proof")
+		a, err := st.AnchorGet(ctx, seq)
+		require.NoError(t, err)
+		require.Equal(t, store.AnchorPending, a.Status)
+		c := witnessRow(t, st, seq, otherWitness)
+		require.True(t, c.Selected, "C is asked")
+		require.NotEmpty(t, c.OfferID)
+		offer, err := st.ActivityOutboxGet(ctx, c.OfferID)
+		require.NoError(t, err)
+		require.Contains(t, string(offer.Body), otherWitness)
+		require.NotContains(t, string(offer.Body), logWitness, "B is not asked again")
+
+		wa, err := st.WitnessAnchorGet(ctx, seq)
+		require.NoError(t, err)
+		wa.OriginProof = proofAttachment(t, "did:web:a.example#key")
+		cred, err := Credential(ctx, st, wa)
+		require.NoError(t, err)
+		require.Len(t, cred.Proofs(), 1, "only the origin's proof: B's broken one is not carried")
+	})
+}
+
+// proofAttachment is a proof by verificationMethod as a receipt carries it (not a signature:
+// nothing verifies it in these tests).
+func proofAttachment(t *testing.T, verificationMethod string) []byte {
+	t.Helper()
+	b, err := json.Marshal(vc.NewProofAttachment(vc.Proof{Type: "Ed25519Signature2020", Created: "2026-05-01T10:00:01Z",
+		VerificationMethod: verificationMethod, ProofPurpose: "assertionMethod", ProofValue: "z3FXQ"}))
+	require.NoError(t, err)
+	return b
 }
