@@ -62,7 +62,8 @@ func TestProofMonitorConfirmsLoggedProofsAndFindsBrokenPromises(t *testing.T) {
 	b.env = []string{"ANCHORD_FAILPOINTS=" + failpoint.WitnessSkipLogAppend + "=1000000"}
 	b.start()
 	before := added()
-	for range 6 {
+	// A picks one of B and C at random for each anchor: batches until B has signed a few.
+	for round := 0; round < 6 || (round < 30 && witnessMetric(t, b, `anchord_witness_offers_received_total{outcome="signed"}`) < 3); round++ {
 		load.creates(20, 4)
 		time.Sleep(500 * time.Millisecond)
 	}
