@@ -3,7 +3,10 @@ package activity
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // AnchorEvent announces an anchor: url is the hashlink of the anchor linkset (with metadata
@@ -105,6 +108,34 @@ type AnchorReceipt struct {
 	// Attachment holds the proofs, each {"@context": …, "proof": {…}}, verbatim: they are signed
 	// JSON-LD and must reach the verifier byte for byte.
 	Attachment []json.RawMessage `json:"attachment,omitempty"`
+	// Log is anchord's extension: where the witness logged the credential it signed. Orb's
+	// receipt has no such member and Orb ignores members it does not know, so an Orb origin
+	// reads the receipt as before.
+	Log *ReceiptLog `json:"log,omitempty"`
+}
+
+// ReceiptLog names the entry a witness promises is in its witness log: the log's origin (the
+// first line of its checkpoints) and the leaf index. The entry is the JCS form of the offered
+// credential without proofs, so the origin can recompute it; the promise holds until the
+// receipt's endTime.
+type ReceiptLog struct {
+	Origin string `json:"origin"`
+	Index  uint64 `json:"index"`
+}
+
+// maxLogOrigin bounds a receipt's log origin (a host, a port and a path).
+const maxLogOrigin = 512
+
+func (l *ReceiptLog) validate() error {
+	switch {
+	case l.Origin == "" || len(l.Origin) > maxLogOrigin:
+		return invalid("anchor receipt log origin must have 1 to %d bytes", maxLogOrigin)
+	case strings.ContainsFunc(l.Origin, func(r rune) bool { return r <= ' ' || r == 0x7f || r == utf8.RuneError }):
+		return invalid("anchor receipt log origin %q has spaces or control characters", l.Origin)
+	case l.Index > math.MaxInt64:
+		return invalid("anchor receipt log index %d is too large", l.Index)
+	}
+	return nil
 }
 
 func (r *AnchorReceipt) validate() error {
@@ -119,6 +150,11 @@ func (r *AnchorReceipt) validate() error {
 	for i, a := range r.Attachment {
 		if len(a) == 0 || a[0] != '{' {
 			return invalid("anchor receipt attachment %d is not an object", i)
+		}
+	}
+	if r.Log != nil {
+		if err := r.Log.validate(); err != nil {
+			return err
 		}
 	}
 	return validateContext(r.Context)

@@ -58,3 +58,35 @@ func TestAnchorReceiptValidate(t *testing.T) {
 	r.Type = TypeAnchorEvent
 	require.ErrorIs(t, r.validate(), ErrInvalid)
 }
+
+// The log extension reaches the origin as sent, and a receipt with a log the origin cannot
+// use is refused like any other invalid receipt.
+func TestAnchorReceiptLog(t *testing.T) {
+	t.Parallel()
+	accept := func(log string) []byte {
+		return []byte(`{"@context":"https://www.w3.org/ns/activitystreams","id":"https://b.example/activities/1","type":"Accept",
+			"actor":"https://b.example/services/anchord","to":"https://a.example/services/anchord","object":"https://a.example/activities/1",
+			"result":{"type":"AnchorReceipt","inReplyTo":"` + helloHashlink + `","attachment":[{"proof":{}}]` + log + `}}`)
+	}
+	a, err := Parse(accept(`,"log":{"origin":"b.example/log","index":42}`))
+	require.NoError(t, err)
+	require.Equal(t, &ReceiptLog{Origin: "b.example/log", Index: 42}, a.Result.AnchorReceipt.Log)
+	out, err := json.Marshal(a)
+	require.NoError(t, err)
+	require.Contains(t, string(out), `"log":{"origin":"b.example/log","index":42}`)
+
+	a, err = Parse(accept(""))
+	require.NoError(t, err)
+	require.Nil(t, a.Result.AnchorReceipt.Log, "Orb's receipt has no log")
+
+	for name, log := range map[string]string{
+		"no origin":      `,"log":{"index":1}`,
+		"spaced origin":  `,"log":{"origin":"b.example /log","index":1}`,
+		"negative index": `,"log":{"origin":"b.example/log","index":-1}`,
+		"huge index":     `,"log":{"origin":"b.example/log","index":9223372036854775808}`,
+		"not an object":  `,"log":"b.example/log"`,
+	} {
+		_, err := Parse(accept(log))
+		require.ErrorIs(t, err, ErrInvalid, name)
+	}
+}

@@ -27,6 +27,7 @@ func FuzzParse(f *testing.F) {
 	addTestdataSeeds(f, "")
 	f.Add([]byte(`{"id":"https://b.example/a/1","type":["Follow"],"actor":"did:web:b.example","object":{"type":"Note"}}`))
 	f.Add([]byte(`{"type":"Announce","id":"https://b.example/a","actor":"https://b.example/s","object":{"type":"OrderedCollection","orderedItems":[{"type":"Like","object":"x:y"}]}}`))
+	f.Add([]byte(`{"id":"https://b.example/a/2","type":"Accept","actor":"https://b.example/s","object":"https://a.example/a/1","result":{"type":"AnchorReceipt","attachment":[{"proof":{}}],"log":{"origin":"b.example/log","index":7}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, err := Parse(data)
 		if err != nil {

@@ -78,9 +78,9 @@ func runFederation(noun, verb string, args []string, lookupEnv func(string) (str
 			fmt.Fprintf(stdout, "unfollowed %s\n", actors[0])
 		}
 	case "follow list":
-		err = c.relationships(ctx, "/admin/v1/following", o.JSON, stdout)
+		err = c.relationships(ctx, "/admin/v1/following", o.JSON, stdout, false)
 	case "followers list":
-		err = c.relationships(ctx, "/admin/v1/followers", o.JSON, stdout)
+		err = c.relationships(ctx, "/admin/v1/followers", o.JSON, stdout, false)
 	case "witness add", "witness invite":
 		err = c.request(ctx, "/admin/v1/witnesses", "invited", actors[0], stdout)
 	case "witness remove":
@@ -89,9 +89,9 @@ func runFederation(noun, verb string, args []string, lookupEnv func(string) (str
 			fmt.Fprintf(stdout, "withdrew the invitation of %s\n", actors[0])
 		}
 	case "witness list":
-		err = c.relationships(ctx, "/admin/v1/witnesses", o.JSON, stdout)
+		err = c.relationships(ctx, "/admin/v1/witnesses", o.JSON, stdout, true)
 	case "witnessing list":
-		err = c.relationships(ctx, "/admin/v1/witnessing", o.JSON, stdout)
+		err = c.relationships(ctx, "/admin/v1/witnessing", o.JSON, stdout, false)
 	case "acceptlist add":
 		err = c.acceptListChange(ctx, http.MethodPost, o.Type, actors[0], stdout)
 	case "acceptlist remove":
@@ -120,7 +120,8 @@ func (c *client) request(ctx context.Context, path, what, actor string, out io.W
 	return nil
 }
 
-func (c *client) relationships(ctx context.Context, path string, asJSON bool, out io.Writer) error {
+// relationships prints a relationship list; faults adds the witnesses' log promise column.
+func (c *client) relationships(ctx context.Context, path string, asJSON bool, out io.Writer, faults bool) error {
 	body, err := c.do(ctx, http.MethodGet, path)
 	if err != nil {
 		return err
@@ -136,9 +137,21 @@ func (c *client) relationships(ctx context.Context, path string, asJSON bool, ou
 		return fmt.Errorf("decode answer: %w", err)
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ACTOR\tSTATUS\tSINCE\tACTIVITY")
+	header := "ACTOR\tSTATUS\tSINCE\tACTIVITY"
+	if faults {
+		header += "\tLOG PROMISES"
+	}
+	fmt.Fprintln(tw, header)
 	for _, r := range list.Items {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Actor, r.Status, r.UpdatedAt.Format(time.RFC3339), r.ActivityID)
+		line := fmt.Sprintf("%s\t%s\t%s\t%s", r.Actor, r.Status, r.UpdatedAt.Format(time.RFC3339), r.ActivityID)
+		if faults {
+			promises := "-"
+			if r.Faulty {
+				promises = fmt.Sprintf("faulty: %d broken", r.BrokenPromises)
+			}
+			line += "\t" + promises
+		}
+		fmt.Fprintln(tw, line)
 	}
 	return tw.Flush()
 }

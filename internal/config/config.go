@@ -193,6 +193,9 @@ type WitnessConfig struct {
 	// MonitorInterval and MaxRecords drive the anchor-status-monitor task.
 	MonitorInterval time.Duration
 	MaxRecords      int
+	// ProofMonitorInterval is the interval of the proof monitor (task vct-monitor), which
+	// checks that witnesses logged what they promised. Orb's --vct-monitoring-interval.
+	ProofMonitorInterval time.Duration
 }
 
 // FederationConfig configures the domain's ActivityPub service (Orb's names and meanings).
@@ -341,6 +344,8 @@ func Default() Config {
 			GracePeriod:     witness.GracePeriodDefault,
 			MonitorInterval: witness.MonitorIntervalDefault,
 			MaxRecords:      witness.MaxRecordsDefault,
+
+			ProofMonitorInterval: witness.LogProofIntervalDefault,
 		},
 		WitnessLog: WitnessLogConfig{MonitoringInterval: logmonitor.IntervalDefault},
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/logmonitor"
 	"github.com/anchord/anchord/internal/param"
+	"github.com/anchord/anchord/internal/witness"
 )
 
 func env(m map[string]string) func(string) (string, bool) {
@@ -74,10 +75,15 @@ func TestLoadWitnessLog(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, c.WitnessLog.Enabled, "off by default")
 	require.Equal(t, logmonitor.IntervalDefault, c.WitnessLog.MonitoringInterval)
-	c, err = Load([]string{"--vct-enabled", "--vct-log-monitoring-interval", "3s"}, env(nil), nil)
+	require.Equal(t, witness.LogProofIntervalDefault, c.Witness.ProofMonitorInterval)
+	c, err = Load([]string{"--vct-enabled", "--vct-log-monitoring-interval", "3s", "--vct-monitoring-interval", "4s"}, env(nil), nil)
 	require.NoError(t, err)
 	require.True(t, c.WitnessLog.Enabled, "Orb's flag name")
 	require.Equal(t, 3*time.Second, c.WitnessLog.MonitoringInterval)
+	require.Equal(t, 4*time.Second, c.Witness.ProofMonitorInterval, "Orb's flag name")
+	c, err = Load(nil, env(map[string]string{"VCT_MONITORING_INTERVAL": "5s"}), nil)
+	require.NoError(t, err)
+	require.Equal(t, 5*time.Second, c.Witness.ProofMonitorInterval, "Orb's variable")
 	c, err = Load(nil, env(map[string]string{"VCT_ENABLED": "true"}), nil)
 	require.NoError(t, err)
 	require.True(t, c.WitnessLog.Enabled, "Orb's variable")
@@ -116,6 +122,7 @@ func TestLoadErrorsNameTheParameter(t *testing.T) {
 		{"log database unnamed", []string{"--witness-log", "--witness-log-mariadb-url", "mysql://root@db/"}, nil, "--witness-log-mariadb-url"},
 		{"cluster log in files", []string{"--witness-log", "--database-url", "postgres://db/x", "--mq-url", "amqp://mq/"}, nil, "--witness-log"},
 		{"log monitor never runs", []string{"--witness-log-monitoring-interval", "0s"}, nil, "--witness-log-monitoring-interval"},
+		{"proof monitor never runs", []string{"--vct-monitoring-interval", "0s"}, nil, "--vct-monitoring-interval"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

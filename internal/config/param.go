@@ -91,6 +91,7 @@ func (c *Config) params() []param.Param {
 		param.Duration(&c.Witness.GracePeriod, "anchor-status-in-process-grace-period", "how long after an Offer the anchor status monitor looks at the anchor and re-offers it to other witnesses").Env("ANCHOR_STATUS_IN_PROCESS_GRACE_PERIOD"),
 		param.Duration(&c.Witness.MonitorInterval, "anchor-status-monitoring-interval", "interval of the anchor-status-monitor task").Env("ANCHOR_STATUS_MONITORING_INTERVAL"),
 		param.Int(&c.Witness.MaxRecords, "anchor-status-max-records", "anchors the anchor status monitor looks at per run").Env("ANCHOR_STATUS_MAX_RECORDS"),
+		param.Duration(&c.Witness.ProofMonitorInterval, "vct-monitoring-interval", "interval of the proof monitor (vct-monitor task), which checks that witnesses logged the credentials they promised to").Env("VCT_MONITORING_INTERVAL"),
 		param.Duration(&c.Federation.RequestTimeout, "peer-request-timeout", "bound on each request to another domain (actor, key, inbox, collection page, CAS file)"),
 		param.Int(&c.CASCIDVersion, "cas-cid-version", "CID version of stored batch files: 0 (Qm…, ipfs add's default) or 1"),
 		param.Bool(&c.WitnessLog.Enabled, "witness-log", "keep a witness log: append every anchor credential this domain witnesses to a tlog-tiles log served under /log/ and advertised in WebFinger").Also("vct-enabled").Env("VCT_ENABLED"),

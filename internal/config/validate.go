@@ -133,7 +133,8 @@ func (c *Config) Validate() error {
 		return &ParamError{Param: "anchor-backend", Value: c.AnchorBackend, Err: fmt.Errorf("must be local, ledger or witness")}
 	}
 	for name, d := range map[string]time.Duration{"max-witness-delay": c.Witness.MaxWitnessDelay,
-		"anchor-status-in-process-grace-period": c.Witness.GracePeriod, "anchor-status-monitoring-interval": c.Witness.MonitorInterval} {
+		"anchor-status-in-process-grace-period": c.Witness.GracePeriod, "anchor-status-monitoring-interval": c.Witness.MonitorInterval,
+		"vct-monitoring-interval": c.Witness.ProofMonitorInterval} {
 		if d <= 0 {
 			return &ParamError{Param: name, Value: d.String(), Err: fmt.Errorf("must be positive")}
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/anchord/anchord/internal/activity"
 	"github.com/anchord/anchord/internal/anchor"
+	"github.com/anchord/anchord/internal/failpoint"
 	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/intake"
@@ -94,6 +95,17 @@ func (c *core) witnessBackend(ctx context.Context, svc *federation.Service, give
 	if err := c.tasks.Register(taskmgr.Task{ID: witness.MonitorTaskID, Interval: w.Interval(), Run: w.RunTask}); err != nil {
 		return nil, err
 	}
+	// The proof monitor checks the log promises that came with the proofs.
+	proofs, err := witness.NewLogProofs(witness.LogProofConfig{
+		Interval: c.cfg.Witness.ProofMonitorInterval, MaxRecords: cfg.MaxRecords, MaxClockSkew: cfg.MaxClockSkew,
+		Logger: c.log("vct-monitor"), Registerer: c.reg,
+	}, c.st, peerLogs{dir: &logDirectory{st: c.st, svc: svc, client: svc.Client(), logger: c.log("vct-monitor")}})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.tasks.Register(taskmgr.Task{ID: witness.LogProofTaskID, Interval: proofs.Interval(), Run: proofs.RunTask}); err != nil {
+		return nil, err
+	}
 	c.logger.Info("anchors are witnessed", "max_witness_delay", cfg.MaxWitnessDelay, "grace_period", cfg.GracePeriod)
 	return w, nil
 }
@@ -106,8 +118,15 @@ func (c *core) witnessing(ctx context.Context, svc *federation.Service) error {
 		return err
 	}
 	var appendLog witness.AppendFunc
-	if c.witnessLog != nil {
-		appendLog = c.witnessLog.Append
+	if l := c.witnessLog; l != nil {
+		cfg.LogOrigin = l.Origin()
+		appendLog = func(ctx context.Context, entry []byte) (uint64, error) {
+			if failpoint.Err(failpoint.WitnessSkipLogAppend) != nil {
+				cp, err := l.Checkpoint(ctx)
+				return cp.Size, err
+			}
+			return l.Append(ctx, entry)
+		}
 	}
 	signer, err := witness.NewSigner(cfg, c.st, svc.PostTx, svc.IsWitnessing, appendLog)
 	if err != nil {

@@ -169,3 +169,19 @@ func (d *logDirectory) actorKey(ctx context.Context, actor string) (ed25519.Publ
 	}
 	return key, nil
 }
+
+// peerLogs gives the proof monitor the log of a witness, found and keyed as the log
+// consistency monitor finds its logs.
+type peerLogs struct{ dir *logDirectory }
+
+func (p peerLogs) PeerLog(ctx context.Context, actor string) (*witnesslog.Peer, string, bool, error) {
+	l, ok, err := p.dir.logOf(ctx, actor)
+	if err != nil || !ok {
+		return nil, "", ok, err
+	}
+	peer, err := witnesslog.NewPeer(l.Origin, l.Key, l.Fetch)
+	if err != nil {
+		return nil, "", false, err
+	}
+	return peer, l.Origin, true, nil
+}

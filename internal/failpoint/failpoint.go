@@ -42,6 +42,11 @@ const (
 	// Points that fail instead of killing (Err).
 	BatchFail          = "batch-fail"           // the batch writer fails before storing the files: the batch is Nack'd
 	OpQueueConsumeFail = "opqueue-consume-fail" // the operation consumer fails: the message goes to redelivery
+	// WitnessSkipLogAppend makes a witness with a log answer without appending the credential
+	// and promise the log's current size as its index, an entry that will never be there: the
+	// witness that lies, for the proof monitor's tests. Arm it with a count above the Offers
+	// the test sends.
+	WitnessSkipLogAppend = "witness-skip-log-append"
 )
 
 var (

@@ -23,6 +23,10 @@ type RelationshipView struct {
 	Status     string    `json:"status"`
 	ActivityID string    `json:"activityId"`
 	UpdatedAt  time.Time `json:"updatedAt"`
+	// BrokenPromises counts, for a witness, the log promises the proof monitor found broken;
+	// a witness with one is faulty.
+	BrokenPromises int64 `json:"brokenPromises,omitempty"`
+	Faulty         bool  `json:"faulty,omitempty"`
 }
 
 // AcceptListView is an accept-list entry as the admin API shows it.
@@ -145,6 +149,20 @@ func (s *Service) Relationships(ctx context.Context, kind string) ([]Relationshi
 	}
 }
 
+// markFaulty counts each witness's broken log promises (recorded by the witness package's proof
+// monitor, read here from the store so that federation need not know about witnessing).
+func (s *Service) markFaulty(ctx context.Context, witnesses []RelationshipView) error {
+	broken, err := s.st.LogPromisesBroken(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range witnesses {
+		n := broken[witnesses[i].Actor]
+		witnesses[i].BrokenPromises, witnesses[i].Faulty = n, n > 0
+	}
+	return nil
+}
+
 func viewOf(r store.Relationship) RelationshipView {
 	return RelationshipView{Actor: r.Actor, Status: r.Status, ActivityID: r.ActivityID, UpdatedAt: r.UpdatedAt}
 }
@@ -188,6 +206,9 @@ func (s *Service) AdminRoutes() func(mux httpapi.Router) {
 func (s *Service) adminList(kind string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		list, err := s.Relationships(r.Context(), kind)
+		if err == nil && kind == store.RelationshipWitness {
+			err = s.markFaulty(r.Context(), list)
+		}
 		if err != nil {
 			s.adminError(w, r, err)
 			return

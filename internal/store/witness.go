@@ -44,6 +44,23 @@ type AnchorWitness struct {
 	// Proof is the witness's proof (JSON), nil until its Accept arrived.
 	Proof   []byte
 	ProofAt *time.Time
+	// Promise is where the witness said it logged the credential, nil if it named no log.
+	// Once the proof monitor has checked it, PromiseVerifiedAt or PromiseBrokenAt is set.
+	Promise           *LogPromise
+	PromiseVerifiedAt *time.Time
+	PromiseBrokenAt   *time.Time
+}
+
+// ProofCounts reports whether the witness's proof counts: it arrived and its log promise, if
+// any, is not broken.
+func (w AnchorWitness) ProofCounts() bool { return w.Proof != nil && w.PromiseBrokenAt == nil }
+
+// LogPromise is a witness's promise, made in its AnchorReceipt, that the credential it signed
+// is the entry at Index of its witness log Origin by Deadline (the receipt's endTime).
+type LogPromise struct {
+	Origin   string
+	Index    int64
+	Deadline time.Time
 }
 
 // Witnessed is an Offer this domain signed as a witness, and the Accept it answered with.
@@ -89,6 +106,20 @@ type WitnessExecutor interface {
 	// AnchorWitnessAddProof records actor's proof of anchor seq unless one is recorded, and
 	// reports whether it did; ErrNotFound if actor is not a witness of seq.
 	AnchorWitnessAddProof(ctx context.Context, seq int64, actor string, proof []byte) (bool, error)
+	// AnchorWitnessPromise records the log promise that came with actor's proof of anchor seq
+	// (call it in the transaction that added the proof); ErrNotFound if actor has no proof of
+	// seq.
+	AnchorWitnessPromise(ctx context.Context, seq int64, actor string, p LogPromise) error
+	// LogPromisesUnsettled returns up to limit witnesses whose proof came with a log promise
+	// that is neither verified nor broken, oldest proof first.
+	LogPromisesUnsettled(ctx context.Context, limit int) ([]AnchorWitness, error)
+	// LogPromiseSettle marks actor's promise for anchor seq verified, or broken, now (database
+	// clock), and reports whether it did: a promise is settled once, and a witness without an
+	// unsettled promise is left alone.
+	LogPromiseSettle(ctx context.Context, seq int64, actor string, broken bool) (bool, error)
+	// LogPromisesBroken returns, by witness actor, how many of its log promises were broken;
+	// witnesses without a broken promise are absent.
+	LogPromisesBroken(ctx context.Context) (map[string]int64, error)
 
 	// WitnessedInsert records an Offer this domain signed; ErrConflict if that Offer is
 	// recorded already (it was answered before).

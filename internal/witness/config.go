@@ -82,7 +82,10 @@ type Config struct {
 	MaxRecords      int
 	MaxClockSkew    time.Duration
 	// HasLog tells which witnesses keep a log (LogRequired); nil: none does.
-	HasLog     HasLogFunc
+	HasLog HasLogFunc
+	// LogOrigin is the origin of this domain's witness log, which the witness names in its
+	// receipts with the index of each credential it logged; empty without a log.
+	LogOrigin  string
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 }

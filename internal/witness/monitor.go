@@ -105,7 +105,8 @@ func (w *Witnessing) check(ctx context.Context, wa store.WitnessAnchor) (string,
 		for _, r := range rows {
 			if r.Selected {
 				asked = append(asked, r.Actor)
-				if r.Proof == nil {
+				if !r.ProofCounts() {
+					// Silent, or its log promise was broken: ask another.
 					silent = append(silent, r.Actor)
 				}
 			}
@@ -113,7 +114,7 @@ func (w *Witnessing) check(ctx context.Context, wa store.WitnessAnchor) (string,
 		for i := range candidates {
 			c := &candidates[i]
 			if i := slices.IndexFunc(rows, func(r store.AnchorWitness) bool { return r.Actor == c.URI }); i >= 0 {
-				c.Selected, c.HasProof = rows[i].Selected, rows[i].Proof != nil
+				c.Selected, c.HasProof = rows[i].Selected, rows[i].ProofCounts()
 			}
 		}
 		selected, selErr := policy.Select(w.random(), candidates, silent...)

@@ -298,7 +298,7 @@ func witnessesOf(rows []store.AnchorWitness) []Witness {
 	for _, r := range rows {
 		for role, has := range map[Role]bool{RoleBatch: r.Batch, RoleSystem: r.System} {
 			if has {
-				out = append(out, Witness{URI: r.Actor, Role: role, HasLog: r.HasLog, Selected: r.Selected, HasProof: r.Proof != nil})
+				out = append(out, Witness{URI: r.Actor, Role: role, HasLog: r.HasLog, Selected: r.Selected, HasProof: r.ProofCounts()})
 			}
 		}
 	}

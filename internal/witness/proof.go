@@ -109,7 +109,7 @@ func (w *Witnessing) HandleAccept(ctx context.Context, in Inbound) (ProofOutcome
 	if err := vc.VerifyProof(ctx, cred, proof, resolve); err != nil {
 		return "", err
 	}
-	outcome, err := w.addProof(ctx, wa, in.Actor, receipt.Attachment[0])
+	outcome, err := w.addProof(ctx, wa, in.Actor, receipt.Attachment[0], w.promise(receipt, offer.EndTime))
 	if err != nil {
 		return "", err
 	}
@@ -117,8 +117,24 @@ func (w *Witnessing) HandleAccept(ctx context.Context, in Inbound) (ProofOutcome
 	return outcome, nil
 }
 
-// addProof records a verified proof and completes the anchor if the policy now holds.
-func (w *Witnessing) addProof(ctx context.Context, wa store.WitnessAnchor, actor string, proof []byte) (ProofOutcome, error) {
+// promise is the log promise a receipt makes, nil if it names no log. Its deadline is the
+// receipt's endTime, but no later than the witness could have set it: our Offer's endTime
+// plus our --max-witness-delay and the clock skew, so that a witness cannot keep a promise
+// open forever.
+func (w *Witnessing) promise(r *activity.AnchorReceipt, offerEnd *time.Time) *store.LogPromise {
+	if r.Log == nil {
+		return nil
+	}
+	deadline := *r.EndTime
+	if latest := offerEnd.Add(w.cfg.MaxWitnessDelay + w.cfg.MaxClockSkew); deadline.After(latest) {
+		deadline = latest
+	}
+	return &store.LogPromise{Origin: r.Log.Origin, Index: int64(r.Log.Index), Deadline: deadline.UTC()}
+}
+
+// addProof records a verified proof, with its log promise if it has one, and completes the
+// anchor if the policy now holds.
+func (w *Witnessing) addProof(ctx context.Context, wa store.WitnessAnchor, actor string, proof []byte, promise *store.LogPromise) (ProofOutcome, error) {
 	outcome := ProofAdded
 	var completed bool
 	err := w.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
@@ -147,6 +163,11 @@ func (w *Witnessing) addProof(ctx context.Context, wa store.WitnessAnchor, actor
 		if !added {
 			outcome = ProofDuplicate
 			return nil
+		}
+		if promise != nil {
+			if err := tx.AnchorWitnessPromise(ctx, wa.Seq, actor, *promise); err != nil {
+				return err
+			}
 		}
 		completed, err = w.completeIfSatisfied(ctx, tx, wa.Seq)
 		return err
@@ -245,7 +266,8 @@ func Credential(ctx context.Context, st store.Executor, wa store.WitnessAnchor) 
 	}
 	attachments := [][]byte{wa.OriginProof}
 	for _, r := range rows {
-		if r.Proof != nil && r.Selected {
+		if r.ProofCounts() && r.Selected {
+			// A proof whose log promise was broken is not carried.
 			attachments = append(attachments, r.Proof)
 		}
 	}

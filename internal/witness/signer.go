@@ -78,20 +78,25 @@ func (s *Signer) HandleOffer(ctx context.Context, in Inbound) error {
 		s.m.signed.WithLabelValues("refused").Inc()
 		return err
 	}
-	credJSON, err := json.Marshal(cred)
-	if err != nil {
-		return err
-	}
 	var logIndex *int64
+	var promise *activity.ReceiptLog
 	if s.appendLog != nil {
 		// Logged before it is signed: a proof never exists for a credential the log lacks. A
-		// retry after a failure here may log it twice, which either index proves.
-		idx, err := s.appendLog(ctx, credJSON)
+		// retry after a failure here may log it twice, which either index proves. The entry
+		// is what the origin recomputes from the credential it offered (LogEntry).
+		entry, err := LogEntry(cred)
+		if err != nil {
+			return err
+		}
+		idx, err := s.appendLog(ctx, entry)
 		if err != nil {
 			return fmt.Errorf("log credential %s: %w", cred.ID(), err)
 		}
 		i := int64(idx)
 		logIndex = &i
+		if s.cfg.LogOrigin != "" {
+			promise = &activity.ReceiptLog{Origin: s.cfg.LogOrigin, Index: idx}
+		}
 	}
 	id := s.cfg.Identity
 	now := s.now().UTC()
@@ -118,6 +123,8 @@ func (s *Signer) HandleOffer(ctx context.Context, in Inbound) error {
 		Result: &activity.Object{AnchorReceipt: &activity.AnchorReceipt{
 			Context: activity.Strings{activity.ContextActivityAnchors}, Type: activity.TypeAnchorReceipt,
 			InReplyTo: link.Anchor, StartTime: &now, EndTime: &end, Attachment: []json.RawMessage{attachment},
+			// The promise: the credential is in our log at this index, by end.
+			Log: promise,
 		}},
 	}
 	err = s.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {

@@ -25,8 +25,9 @@ const (
 		RETURNING a.seq, a.anchor_string, a.core_index_cid, a.op_count, a.backend, a.status, a.record, a.signature,
 			a.error, a.created_at, a.completed_at, a.observed_at, a.origin, a.hashlink, a.published_at`
 
-	qAnchorWitnessColumns = `anchor_seq, actor, batch, system, has_log, selected, offer_id, offered_at, offer_end, proof, proof_at`
-	qAnchorWitnessUpsert  = `INSERT INTO anchor_witnesses (anchor_seq, actor, batch, system, has_log, selected, offer_id, offered_at, offer_end)
+	qAnchorWitnessColumns = `anchor_seq, actor, batch, system, has_log, selected, offer_id, offered_at, offer_end, proof, proof_at,
+		log_origin, log_index, log_deadline, log_verified_at, log_broken_at`
+	qAnchorWitnessUpsert = `INSERT INTO anchor_witnesses (anchor_seq, actor, batch, system, has_log, selected, offer_id, offered_at, offer_end)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (anchor_seq, actor) DO UPDATE SET batch = excluded.batch, system = excluded.system,
 			has_log = excluded.has_log, selected = excluded.selected, offer_id = excluded.offer_id,
@@ -34,6 +35,16 @@ const (
 	qAnchorWitnessList     = `SELECT ` + qAnchorWitnessColumns + ` FROM anchor_witnesses WHERE anchor_seq = $1 ORDER BY actor`
 	qAnchorWitnessAddProof = `UPDATE anchor_witnesses SET proof = $3, proof_at = now() WHERE anchor_seq = $1 AND actor = $2 AND proof IS NULL`
 	qAnchorWitnessExists   = `SELECT 1 FROM anchor_witnesses WHERE anchor_seq = $1 AND actor = $2`
+	qAnchorWitnessPromise  = `UPDATE anchor_witnesses SET log_origin = $3, log_index = $4, log_deadline = $5
+		WHERE anchor_seq = $1 AND actor = $2 AND proof IS NOT NULL`
+	qLogPromisesUnsettled = `SELECT ` + qAnchorWitnessColumns + ` FROM anchor_witnesses
+		WHERE log_index IS NOT NULL AND log_verified_at IS NULL AND log_broken_at IS NULL
+		ORDER BY proof_at, anchor_seq, actor LIMIT $1`
+	qLogPromiseVerified = `UPDATE anchor_witnesses SET log_verified_at = now()
+		WHERE anchor_seq = $1 AND actor = $2 AND log_index IS NOT NULL AND log_verified_at IS NULL AND log_broken_at IS NULL`
+	qLogPromiseBroken = `UPDATE anchor_witnesses SET log_broken_at = now()
+		WHERE anchor_seq = $1 AND actor = $2 AND log_index IS NOT NULL AND log_verified_at IS NULL AND log_broken_at IS NULL`
+	qLogPromisesBroken = `SELECT actor, count(*) FROM anchor_witnesses WHERE log_broken_at IS NOT NULL GROUP BY actor`
 
 	qWitnessedColumns = `offer_id, offerer, hashlink, vc_id, accept_id, proof, log_index, created_at`
 	qWitnessedInsert  = `INSERT INTO witnessed (offer_id, offerer, hashlink, vc_id, accept_id, proof, log_index)
@@ -125,26 +136,39 @@ func (e executor) AnchorWitnessUpsert(ctx context.Context, w store.AnchorWitness
 
 // AnchorWitnessList implements store.Executor.
 func (e executor) AnchorWitnessList(ctx context.Context, seq int64) ([]store.AnchorWitness, error) {
-	rows, err := e.q.Query(ctx, qAnchorWitnessList, seq)
+	out, err := e.anchorWitnesses(ctx, qAnchorWitnessList, seq)
 	if err != nil {
-		return nil, fmt.Errorf("list witnesses of anchor %d: %w", seq, interpretError(err))
+		return nil, fmt.Errorf("list witnesses of anchor %d: %w", seq, err)
+	}
+	return out, nil
+}
+
+func (e executor) anchorWitnesses(ctx context.Context, query string, args ...any) ([]store.AnchorWitness, error) {
+	rows, err := e.q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, interpretError(err)
 	}
 	defer rows.Close()
 	var out []store.AnchorWitness
 	for rows.Next() {
 		var w store.AnchorWitness
-		var offer *string
+		var offer, logOrigin *string
+		var logIndex *int64
+		var logDeadline *time.Time
 		if err := rows.Scan(&w.Seq, &w.Actor, &w.Batch, &w.System, &w.HasLog, &w.Selected, &offer, &w.OfferedAt, &w.OfferEnd,
-			&w.Proof, &w.ProofAt); err != nil {
-			return nil, fmt.Errorf("list witnesses of anchor %d: %w", seq, err)
+			&w.Proof, &w.ProofAt, &logOrigin, &logIndex, &logDeadline, &w.PromiseVerifiedAt, &w.PromiseBrokenAt); err != nil {
+			return nil, err
 		}
 		if offer != nil {
 			w.OfferID = *offer
 		}
+		if logIndex != nil && logOrigin != nil && logDeadline != nil {
+			w.Promise = &store.LogPromise{Origin: *logOrigin, Index: *logIndex, Deadline: *logDeadline}
+		}
 		out = append(out, w)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list witnesses of anchor %d: %w", seq, interpretError(err))
+		return nil, interpretError(err)
 	}
 	return out, nil
 }
@@ -163,6 +187,62 @@ func (e executor) AnchorWitnessAddProof(ctx context.Context, seq int64, actor st
 		return false, fmt.Errorf("add proof of %s to anchor %d: %w", actor, seq, interpretError(err))
 	}
 	return false, nil
+}
+
+// AnchorWitnessPromise implements store.Executor.
+func (e executor) AnchorWitnessPromise(ctx context.Context, seq int64, actor string, p store.LogPromise) error {
+	tag, err := e.q.Exec(ctx, qAnchorWitnessPromise, seq, actor, p.Origin, p.Index, p.Deadline)
+	if err != nil {
+		return fmt.Errorf("record log promise of %s for anchor %d: %w", actor, seq, interpretError(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("record log promise of %s for anchor %d: no proof: %w", actor, seq, store.ErrNotFound)
+	}
+	return nil
+}
+
+// LogPromisesUnsettled implements store.Executor.
+func (e executor) LogPromisesUnsettled(ctx context.Context, limit int) ([]store.AnchorWitness, error) {
+	out, err := e.anchorWitnesses(ctx, qLogPromisesUnsettled, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list unsettled log promises: %w", err)
+	}
+	return out, nil
+}
+
+// LogPromiseSettle implements store.Executor.
+func (e executor) LogPromiseSettle(ctx context.Context, seq int64, actor string, broken bool) (bool, error) {
+	q := qLogPromiseVerified
+	if broken {
+		q = qLogPromiseBroken
+	}
+	tag, err := e.q.Exec(ctx, q, seq, actor)
+	if err != nil {
+		return false, fmt.Errorf("settle log promise of %s for anchor %d: %w", actor, seq, interpretError(err))
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// LogPromisesBroken implements store.Executor.
+func (e executor) LogPromisesBroken(ctx context.Context) (map[string]int64, error) {
+	rows, err := e.q.Query(ctx, qLogPromisesBroken)
+	if err != nil {
+		return nil, fmt.Errorf("count broken log promises: %w", interpretError(err))
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var actor string
+		var n int64
+		if err := rows.Scan(&actor, &n); err != nil {
+			return nil, fmt.Errorf("count broken log promises: %w", err)
+		}
+		out[actor] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count broken log promises: %w", interpretError(err))
+	}
+	return out, nil
 }
 
 // WitnessedInsert implements store.Executor.

@@ -24,8 +24,9 @@ const (
 		WHERE seq = ? AND status = 'pending' AND seq IN (SELECT anchor_seq FROM witness_anchors)
 		RETURNING ` + qAnchorColumns
 
-	qAnchorWitnessColumns = `anchor_seq, actor, batch, system, has_log, selected, offer_id, offered_at, offer_end, proof, proof_at`
-	qAnchorWitnessUpsert  = `INSERT INTO anchor_witnesses (anchor_seq, actor, batch, system, has_log, selected, offer_id, offered_at, offer_end)
+	qAnchorWitnessColumns = `anchor_seq, actor, batch, system, has_log, selected, offer_id, offered_at, offer_end, proof, proof_at,
+		log_origin, log_index, log_deadline, log_verified_at, log_broken_at`
+	qAnchorWitnessUpsert = `INSERT INTO anchor_witnesses (anchor_seq, actor, batch, system, has_log, selected, offer_id, offered_at, offer_end)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (anchor_seq, actor) DO UPDATE SET batch = excluded.batch, system = excluded.system,
 			has_log = excluded.has_log, selected = excluded.selected, offer_id = excluded.offer_id,
@@ -33,6 +34,16 @@ const (
 	qAnchorWitnessList     = `SELECT ` + qAnchorWitnessColumns + ` FROM anchor_witnesses WHERE anchor_seq = ? ORDER BY actor`
 	qAnchorWitnessAddProof = `UPDATE anchor_witnesses SET proof = ?, proof_at = ? WHERE anchor_seq = ? AND actor = ? AND proof IS NULL`
 	qAnchorWitnessExists   = `SELECT 1 FROM anchor_witnesses WHERE anchor_seq = ? AND actor = ?`
+	qAnchorWitnessPromise  = `UPDATE anchor_witnesses SET log_origin = ?, log_index = ?, log_deadline = ?
+		WHERE anchor_seq = ? AND actor = ? AND proof IS NOT NULL`
+	qLogPromisesUnsettled = `SELECT ` + qAnchorWitnessColumns + ` FROM anchor_witnesses
+		WHERE log_index IS NOT NULL AND log_verified_at IS NULL AND log_broken_at IS NULL
+		ORDER BY proof_at, anchor_seq, actor LIMIT ?`
+	qLogPromiseVerified = `UPDATE anchor_witnesses SET log_verified_at = ?
+		WHERE anchor_seq = ? AND actor = ? AND log_index IS NOT NULL AND log_verified_at IS NULL AND log_broken_at IS NULL`
+	qLogPromiseBroken = `UPDATE anchor_witnesses SET log_broken_at = ?
+		WHERE anchor_seq = ? AND actor = ? AND log_index IS NOT NULL AND log_verified_at IS NULL AND log_broken_at IS NULL`
+	qLogPromisesBroken = `SELECT actor, count(*) FROM anchor_witnesses WHERE log_broken_at IS NOT NULL GROUP BY actor`
 
 	qWitnessedColumns = `offer_id, offerer, hashlink, vc_id, accept_id, proof, log_index, created_at`
 	qWitnessedInsert  = `INSERT INTO witnessed (` + qWitnessedColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
@@ -125,28 +136,37 @@ func (e executor) AnchorWitnessUpsert(ctx context.Context, w store.AnchorWitness
 
 // AnchorWitnessList implements store.Executor.
 func (e executor) AnchorWitnessList(ctx context.Context, seq int64) ([]store.AnchorWitness, error) {
-	rows, err := e.r.QueryContext(ctx, qAnchorWitnessList, seq)
+	out, err := e.anchorWitnesses(ctx, qAnchorWitnessList, seq)
 	if err != nil {
 		return nil, fmt.Errorf("list witnesses of anchor %d: %w", seq, err)
+	}
+	return out, nil
+}
+
+func (e executor) anchorWitnesses(ctx context.Context, query string, args ...any) ([]store.AnchorWitness, error) {
+	rows, err := e.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var out []store.AnchorWitness
 	for rows.Next() {
 		var w store.AnchorWitness
-		var offer sql.NullString
-		var offered, end, proofAt sql.NullInt64
+		var offer, logOrigin sql.NullString
+		var offered, end, proofAt, logIndex, logDeadline, verified, broken sql.NullInt64
 		if err := rows.Scan(&w.Seq, &w.Actor, &w.Batch, &w.System, &w.HasLog, &w.Selected, &offer, &offered, &end,
-			&w.Proof, &proofAt); err != nil {
-			return nil, fmt.Errorf("list witnesses of anchor %d: %w", seq, err)
+			&w.Proof, &proofAt, &logOrigin, &logIndex, &logDeadline, &verified, &broken); err != nil {
+			return nil, err
 		}
 		w.OfferID = offer.String
 		w.OfferedAt, w.OfferEnd, w.ProofAt = fromNullMicros(offered), fromNullMicros(end), fromNullMicros(proofAt)
+		if logIndex.Valid && logOrigin.Valid && logDeadline.Valid {
+			w.Promise = &store.LogPromise{Origin: logOrigin.String, Index: logIndex.Int64, Deadline: fromMicros(logDeadline.Int64)}
+		}
+		w.PromiseVerifiedAt, w.PromiseBrokenAt = fromNullMicros(verified), fromNullMicros(broken)
 		out = append(out, w)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list witnesses of anchor %d: %w", seq, err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // AnchorWitnessAddProof implements store.Executor.
@@ -167,6 +187,66 @@ func (e executor) AnchorWitnessAddProof(ctx context.Context, seq int64, actor st
 		return false, fmt.Errorf("add proof of %s to anchor %d: %w", actor, seq, err)
 	}
 	return false, nil
+}
+
+// AnchorWitnessPromise implements store.Executor.
+func (e executor) AnchorWitnessPromise(ctx context.Context, seq int64, actor string, p store.LogPromise) error {
+	res, err := e.w.ExecContext(ctx, qAnchorWitnessPromise, p.Origin, p.Index, micros(p.Deadline), seq, actor)
+	if err != nil {
+		return fmt.Errorf("record log promise of %s for anchor %d: %w", actor, seq, interpretError(err))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("record log promise of %s for anchor %d: no proof: %w", actor, seq, store.ErrNotFound)
+	}
+	return nil
+}
+
+// LogPromisesUnsettled implements store.Executor.
+func (e executor) LogPromisesUnsettled(ctx context.Context, limit int) ([]store.AnchorWitness, error) {
+	out, err := e.anchorWitnesses(ctx, qLogPromisesUnsettled, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list unsettled log promises: %w", err)
+	}
+	return out, nil
+}
+
+// LogPromiseSettle implements store.Executor.
+func (e executor) LogPromiseSettle(ctx context.Context, seq int64, actor string, broken bool) (bool, error) {
+	q := qLogPromiseVerified
+	if broken {
+		q = qLogPromiseBroken
+	}
+	res, err := e.w.ExecContext(ctx, q, nowMicros(), seq, actor)
+	if err != nil {
+		return false, fmt.Errorf("settle log promise of %s for anchor %d: %w", actor, seq, interpretError(err))
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("settle log promise of %s for anchor %d: %w", actor, seq, err)
+	}
+	return n == 1, nil
+}
+
+// LogPromisesBroken implements store.Executor.
+func (e executor) LogPromisesBroken(ctx context.Context) (map[string]int64, error) {
+	rows, err := e.r.QueryContext(ctx, qLogPromisesBroken)
+	if err != nil {
+		return nil, fmt.Errorf("count broken log promises: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var actor string
+		var n int64
+		if err := rows.Scan(&actor, &n); err != nil {
+			return nil, fmt.Errorf("count broken log promises: %w", err)
+		}
+		out[actor] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count broken log promises: %w", err)
+	}
+	return out, nil
 }
 
 // WitnessedInsert implements store.Executor.

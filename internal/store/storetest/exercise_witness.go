@@ -108,6 +108,94 @@ func exerciseWitness(t *testing.T, setup setupFunc) {
 		require.Nil(t, c.OfferedAt)
 	})
 
+	t.Run("LogPromisesAreSettledOnce", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		ctx := context.Background()
+		b, c, d := "https://b.example/services/anchord", "https://c.example/services/anchord", "https://d.example/services/anchord"
+		var seqs []int64
+		for i, name := range []string{"1.cidP1", "1.cidP2"} {
+			a, err := s.AnchorInsert(ctx, store.AnchorInsertParams{AnchorString: name, CoreIndexCID: name, OpCount: 1,
+				Backend: store.AnchorBackendWitness, Status: store.AnchorPending, Record: []byte("{}")})
+			require.NoError(t, err)
+			require.NoError(t, s.WitnessAnchorInsert(ctx, store.WitnessAnchor{Seq: a.Seq, VCID: name, Hashlink: "hl:" + name,
+				Link: []byte("{}"), Credential: []byte("{}"), OriginProof: []byte("{}")}, time.Minute), i)
+			for _, actor := range []string{b, c, d} {
+				require.NoError(t, s.AnchorWitnessUpsert(ctx, store.AnchorWitness{Seq: a.Seq, Actor: actor, System: true, HasLog: true, Selected: true}))
+			}
+			seqs = append(seqs, a.Seq)
+		}
+		deadline := time.Now().UTC().Add(time.Hour).Truncate(time.Millisecond)
+		promise := func(seq int64, actor string, index int64) {
+			t.Helper()
+			added, err := s.AnchorWitnessAddProof(ctx, seq, actor, []byte(`{}`))
+			require.NoError(t, err)
+			require.True(t, added)
+			require.NoError(t, s.AnchorWitnessPromise(ctx, seq, actor, store.LogPromise{Origin: actor[8:17] + "/log", Index: index, Deadline: deadline}))
+		}
+		require.ErrorIs(t, s.AnchorWitnessPromise(ctx, seqs[0], b, store.LogPromise{Origin: "b.example/log", Deadline: deadline}),
+			store.ErrNotFound, "a promise comes with a proof")
+		promise(seqs[0], b, 7)
+		time.Sleep(2 * time.Millisecond) // proof times differ: the list is oldest first
+		promise(seqs[1], b, 8)
+		time.Sleep(2 * time.Millisecond)
+		promise(seqs[0], c, 0)
+		_, err := s.AnchorWitnessAddProof(ctx, seqs[1], d, []byte(`{}`)) // a proof without a promise (an Orb witness)
+		require.NoError(t, err)
+
+		open, err := s.LogPromisesUnsettled(ctx, 10)
+		require.NoError(t, err)
+		require.Len(t, open, 3)
+		require.Equal(t, [][2]any{{seqs[0], b}, {seqs[1], b}, {seqs[0], c}},
+			[][2]any{{open[0].Seq, open[0].Actor}, {open[1].Seq, open[1].Actor}, {open[2].Seq, open[2].Actor}})
+		require.Equal(t, &store.LogPromise{Origin: "b.example/log", Index: 7, Deadline: deadline}, withUTC(open[0].Promise))
+		require.Nil(t, open[0].PromiseVerifiedAt)
+		require.Nil(t, open[0].PromiseBrokenAt)
+		require.True(t, open[0].ProofCounts())
+		limited, err := s.LogPromisesUnsettled(ctx, 1)
+		require.NoError(t, err)
+		require.Len(t, limited, 1)
+
+		ok, err := s.LogPromiseSettle(ctx, seqs[0], b, false)
+		require.NoError(t, err)
+		require.True(t, ok)
+		ok, err = s.LogPromiseSettle(ctx, seqs[0], b, true)
+		require.NoError(t, err)
+		require.False(t, ok, "a verified promise is not broken afterwards")
+		ok, err = s.LogPromiseSettle(ctx, seqs[1], b, true)
+		require.NoError(t, err)
+		require.True(t, ok)
+		ok, err = s.LogPromiseSettle(ctx, seqs[1], b, false)
+		require.NoError(t, err)
+		require.False(t, ok, "a broken promise stays broken")
+		ok, err = s.LogPromiseSettle(ctx, seqs[1], d, true)
+		require.NoError(t, err)
+		require.False(t, ok, "a proof without a promise is never settled")
+
+		open, err = s.LogPromisesUnsettled(ctx, 10)
+		require.NoError(t, err)
+		require.Len(t, open, 1)
+		require.Equal(t, c, open[0].Actor)
+		require.Equal(t, int64(0), open[0].Promise.Index, "index 0 is a promise like any other")
+
+		ws, err := s.AnchorWitnessList(ctx, seqs[1])
+		require.NoError(t, err)
+		require.Len(t, ws, 3)
+		require.Equal(t, b, ws[0].Actor)
+		require.NotNil(t, ws[0].PromiseBrokenAt)
+		require.False(t, ws[0].ProofCounts(), "a broken promise's proof does not count")
+		require.Nil(t, ws[2].Promise)
+		require.True(t, ws[2].ProofCounts())
+		ws, err = s.AnchorWitnessList(ctx, seqs[0])
+		require.NoError(t, err)
+		require.NotNil(t, ws[0].PromiseVerifiedAt)
+		require.True(t, ws[0].ProofCounts())
+
+		broken, err := s.LogPromisesBroken(ctx)
+		require.NoError(t, err)
+		require.Equal(t, map[string]int64{b: 1}, broken)
+	})
+
 	t.Run("WitnessedOffersAreAnsweredOnce", func(t *testing.T) {
 		t.Parallel()
 		s, _ := setup(t)
@@ -124,4 +212,13 @@ func exerciseWitness(t *testing.T, setup setupFunc) {
 		_, err = s.WitnessedGet(ctx, "other")
 		require.ErrorIs(t, err, store.ErrNotFound)
 	})
+}
+
+func withUTC(p *store.LogPromise) *store.LogPromise {
+	if p == nil {
+		return nil
+	}
+	q := *p
+	q.Deadline = q.Deadline.UTC()
+	return &q
 }
