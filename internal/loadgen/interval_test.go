@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,7 +115,9 @@ func TestResolveRunAgainstAnEmbeddedServer(t *testing.T) {
 	require.Equal(t, sum.GETs, sum.GETsOK, "every known DID resolves: %v", sum.Errors)
 	require.Zero(t, sum.Sent, "nothing posted")
 	require.Positive(t, sum.GET[99])
-	require.Contains(t, out, "GET/s")
+	require.Contains(t, out, "\nsummary: "+strconv.Itoa(sum.GETs)+" GETs in ")
+	require.Contains(t, out, "GET/s, "+strconv.Itoa(sum.GETs)+" answered 200")
+	require.NotContains(t, out, "POST latency:", "a resolve-only run posted nothing")
 	require.GreaterOrEqual(t, len(sum.Intervals), 2)
 	require.Equal(t, len(sum.Intervals), strings.Count(out, "\ninterval "))
 	gets := 0

@@ -212,11 +212,17 @@ func (s *stats) summary(elapsed time.Duration) Summary {
 
 // Write prints the summary.
 func (s Summary) Write(w io.Writer) {
-	fmt.Fprintf(w, "\nsummary: %d sent, %d accepted in %s: %.0f accepted/s\n", s.Sent, s.Accepted, s.Elapsed.Round(time.Millisecond), s.AcceptedPerSec)
-	fmt.Fprintf(w, "  accepted by type: %s\n", formatCounts(s.AcceptedByType))
-	fmt.Fprintf(w, "  POST latency:     p50 %s  p95 %s  p99 %s  max %s\n", fmtDur(s.POST[50]), fmtDur(s.POST[95]), fmtDur(s.POST[99]), fmtDur(s.POST[100]))
-	fmt.Fprintf(w, "  accept→resolvable: p50 %s  p95 %s  max %s  (%d followed, %d timed out)\n",
-		fmtDur(s.Resolve[50]), fmtDur(s.Resolve[95]), fmtDur(s.Resolve[100]), s.Followed, s.FollowTimeouts)
+	// A resolve-only run posted nothing: its summary is its resolutions.
+	posted := s.Sent > 0 || s.GETs == 0
+	if posted {
+		fmt.Fprintf(w, "\nsummary: %d sent, %d accepted in %s: %.0f accepted/s\n", s.Sent, s.Accepted, s.Elapsed.Round(time.Millisecond), s.AcceptedPerSec)
+		fmt.Fprintf(w, "  accepted by type: %s\n", formatCounts(s.AcceptedByType))
+		fmt.Fprintf(w, "  POST latency:     p50 %s  p95 %s  p99 %s  max %s\n", fmtDur(s.POST[50]), fmtDur(s.POST[95]), fmtDur(s.POST[99]), fmtDur(s.POST[100]))
+		fmt.Fprintf(w, "  accept→resolvable: p50 %s  p95 %s  max %s  (%d followed, %d timed out)\n",
+			fmtDur(s.Resolve[50]), fmtDur(s.Resolve[95]), fmtDur(s.Resolve[100]), s.Followed, s.FollowTimeouts)
+	} else {
+		fmt.Fprintf(w, "\nsummary: %d GETs in %s: %.0f GET/s\n", s.GETs, s.Elapsed.Round(time.Millisecond), s.GETPerSec)
+	}
 	if s.GETs > 0 {
 		fmt.Fprintf(w, "  resolutions:      %d GETs in %s: %.0f GET/s, %d answered 200; latency p50 %s  p95 %s  p99 %s  max %s\n",
 			s.GETs, s.Elapsed.Round(time.Millisecond), s.GETPerSec, s.GETsOK, fmtDur(s.GET[50]), fmtDur(s.GET[95]), fmtDur(s.GET[99]), fmtDur(s.GET[100]))
