@@ -32,7 +32,8 @@ type Config struct {
 	Duration time.Duration
 	// Count stops the run after this many operations were sent (0: no limit).
 	Count int
-	// Mix weighs operation types, e.g. "create=70,update=20,recover=5,deactivate=5".
+	// Mix weighs operation types, e.g. "create=70,update=20,recover=5,deactivate=5"; "resolve"
+	// is a GET of a known DID (see ResolveDIDs).
 	Mix string
 	// SampleEvery: one operation in SampleEvery is measured: followed until it resolves, polling
 	// every 100 ms. Every update, recover and deactivate is followed (that is how its DID becomes
@@ -47,6 +48,13 @@ type Config struct {
 	AcceptedOut string
 	// Report, when set, is an HTML file the run's plots are written to.
 	Report string
+	// Interval, when positive, prints one line per interval of the timed phase: its accepted/s,
+	// POST p50/p99 and the accept→resolvable p95 of the samples that resolved in it.
+	Interval time.Duration
+	// ResolveDIDs is a file of DIDs the resolve operations of the mix draw from, in the
+	// --accepted-out format (the creates' suffixes are used) or one suffix per line. Without it,
+	// resolves draw from the DIDs this run saw published.
+	ResolveDIDs string
 }
 
 // Default returns the defaults.
@@ -65,7 +73,7 @@ func (c *Config) params() []param.Param {
 		param.Float(&c.Rate, "rate", "operations per second; 0 sends as fast as --concurrency allows"),
 		param.Duration(&c.Duration, "duration", "length of the timed phase"),
 		param.Int(&c.Count, "count", "stop after this many operations (0: no limit)"),
-		param.String(&c.Mix, "mix", "weights of operation types, e.g. create=70,update=20,recover=5,deactivate=5"),
+		param.String(&c.Mix, "mix", "weights of operation types, e.g. create=70,update=20,recover=5,deactivate=5; resolve=100 measures GET /identifiers of known DIDs"),
 		param.Int(&c.SampleEvery, "sample-every", "measure accept→resolvable for one operation in this many"),
 		param.Duration(&c.ResolveTimeout, "resolve-timeout", "give up following an operation after this long"),
 		param.Int(&c.WarmupDIDs, "warmup-dids", "DIDs created and awaited before a mixed run"),
@@ -73,6 +81,8 @@ func (c *Config) params() []param.Param {
 		param.String(&c.Method, "did-method", "DID method of the target"),
 		param.String(&c.AcceptedOut, "accepted-out", "file to list every accepted operation in, warm-up included (type, suffix, reveal value or - for a create)"),
 		param.String(&c.Report, "report", "write an HTML report (accepted/s, POST latency percentiles and accept→resolvable latency over time) to this file"),
+		param.Duration(&c.Interval, "interval", "print accepted/s, POST p50/p99 and accept→resolvable p95 (of the samples resolved in it) once per this interval of the timed phase (0: off)"),
+		param.String(&c.ResolveDIDs, "resolve-dids", "file of DIDs for the mix's resolve operations: an --accepted-out file (its creates) or one suffix per line; without it they resolve DIDs this run saw published"),
 	}
 }
 
@@ -100,6 +110,9 @@ func (c *Config) validate() error {
 	}
 	if c.Duration <= 0 && c.Count <= 0 {
 		return &param.Error{Param: "duration", Value: c.Duration.String(), Err: fmt.Errorf("set a positive --duration or --count")}
+	}
+	if c.Interval < 0 {
+		return &param.Error{Param: "interval", Value: c.Interval.String(), Err: fmt.Errorf("must not be negative")}
 	}
 	if c.SampleEvery < 1 {
 		return &param.Error{Param: "sample-every", Value: strconv.Itoa(c.SampleEvery), Err: fmt.Errorf("must be at least 1")}
@@ -139,7 +152,7 @@ func parseMix(s string) (mix, error) {
 			return m, fmt.Errorf("%q is not type=weight", part)
 		}
 		switch name {
-		case "create", "update", "recover", "deactivate":
+		case "create", "update", "recover", "deactivate", "resolve":
 		default:
 			return m, fmt.Errorf("unknown operation type %q", name)
 		}
@@ -171,3 +184,18 @@ func (m mix) pick(r int) string {
 }
 
 func (m mix) onlyCreates() bool { return len(m.types) == 1 && m.types[0] == "create" }
+
+func (m mix) has(kind string) bool {
+	for _, t := range m.types {
+		if t == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// needsPublished reports whether the mix draws on DIDs the run saw published: its changes do,
+// and so do its resolves when no --resolve-dids file gives them DIDs.
+func (m mix) needsPublished(resolveFile bool) bool {
+	return m.has("update") || m.has("recover") || m.has("deactivate") || (m.has("resolve") && !resolveFile)
+}

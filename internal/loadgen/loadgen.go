@@ -43,6 +43,7 @@ type runner struct {
 
 	poolMu sync.Mutex
 	pool   []*wallet.Identity // published DIDs with nothing pending
+	dids   []string           // suffixes from --resolve-dids
 
 	acceptedMu sync.Mutex
 	accepted   *bufio.Writer
@@ -85,8 +86,15 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		defer r.accepted.Flush()
 	}
 
+	if cfg.ResolveDIDs != "" && m.has("resolve") {
+		if r.dids, err = readDIDs(cfg.ResolveDIDs); err != nil {
+			return Summary{}, err
+		}
+		fmt.Fprintf(out, "resolve: %d DIDs from %s\n", len(r.dids), cfg.ResolveDIDs)
+	}
+
 	warmupAccepted := 0
-	if !m.onlyCreates() && cfg.WarmupDIDs > 0 {
+	if m.needsPublished(len(r.dids) > 0) && cfg.WarmupDIDs > 0 {
 		fmt.Fprintf(out, "warm-up: creating %d DIDs and waiting until they resolve\n", cfg.WarmupDIDs)
 		if err := r.warmup(ctx); err != nil {
 			return Summary{}, err
@@ -114,6 +122,12 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		})
 	}
 	ticker := time.NewTicker(time.Second)
+	var intervals <-chan time.Time // nil, never ready, without --interval
+	if cfg.Interval > 0 {
+		t := time.NewTicker(cfg.Interval)
+		defer t.Stop()
+		intervals = t.C
+	}
 	lastAccepted := 0
 	done := make(chan struct{})
 	go func() { workers.Wait(); close(done) }()
@@ -122,12 +136,19 @@ loop:
 		select {
 		case <-ticker.C:
 			r.stats.progress(out, time.Since(start), &lastAccepted)
+		case <-intervals:
+			fmt.Fprintln(out, r.stats.cutInterval(time.Since(start)).Line())
 		case <-done:
 			break loop
 		}
 	}
 	ticker.Stop()
 	elapsed := time.Since(start)
+	// The last, partial interval is printed when it lasted a second or more: a shorter rest
+	// (the timed phase ending just after a tick) would rate a handful of requests per second.
+	if cfg.Interval > 0 && r.stats.intervalPending(elapsed, time.Second) {
+		fmt.Fprintln(out, r.stats.cutInterval(elapsed).Line())
+	}
 	fmt.Fprintf(out, "sending done after %s; waiting for followed operations to resolve\n", elapsed.Round(time.Millisecond))
 	r.follows.Wait()
 	s := r.stats.summary(elapsed)
@@ -188,6 +209,12 @@ func (r *runner) tokens(ctx context.Context) <-chan struct{} {
 // one sends one operation of a kind drawn from the mix.
 func (r *runner) one(ctx context.Context) {
 	kind := r.mix.pick(rand.IntN(r.mix.total))
+	if kind == "resolve" {
+		if suffix := r.pickDID(); suffix != "" {
+			r.get(ctx, suffix)
+			return
+		}
+	}
 	var id *wallet.Identity
 	if kind != "create" {
 		if id = r.take(); id == nil {

@@ -94,6 +94,7 @@ func TestConfigErrorsNameTheParameter(t *testing.T) {
 		"--target http://a,nonsense": "--target",
 		"--key-pool 1":               "--key-pool",
 		"--rate -5":                  "--rate",
+		"--interval -1s":             "--interval",
 	} {
 		_, err := Load(strings.Fields(args), env, &bytes.Buffer{})
 		require.ErrorContains(t, err, want, args)

@@ -28,6 +28,13 @@ type stats struct {
 	series   []Point   // one per progress line
 	samples  []ResolveSample
 	errsSeen int // errors counted into series so far
+
+	gets     []time.Duration // resolutions of a resolve mix
+	getsOK   int
+	getsSeen int // resolutions counted into progress lines so far
+
+	iv        interval // the current --interval
+	intervals []Interval
 }
 
 // Point is one second of a run, as the progress line shows it.
@@ -61,6 +68,7 @@ func (s *stats) posted(kind string, lat time.Duration, errCode string) {
 	s.sent++
 	s.post = append(s.post, lat)
 	s.window = append(s.window, lat)
+	s.iv.observePost(lat, errCode == "")
 	if errCode != "" {
 		s.errors[errCode]++
 		return
@@ -85,8 +93,41 @@ func (s *stats) followDone(start time.Time, lat time.Duration, measured, ok bool
 		s.timeouts++
 	case measured:
 		s.resolve = append(s.resolve, lat)
+		s.iv.observeResolved(lat)
 		s.samples = append(s.samples, ResolveSample{At: start.Sub(s.start), Latency: lat})
 	}
+}
+
+// got records one resolution of a resolve mix: its latency and whether it answered 200. Any
+// other answer is counted among the errors as GET:<status>.
+func (s *stats) got(lat time.Duration, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gets = append(s.gets, lat)
+	ok := status == 200
+	if ok {
+		s.getsOK++
+	} else {
+		s.errors[fmt.Sprintf("GET:%d", status)]++
+	}
+	s.iv.observeGet(lat, ok)
+}
+
+// cutInterval ends the current --interval at elapsed, keeps it for the summary and returns it.
+func (s *stats) cutInterval(elapsed time.Duration) Interval {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := s.iv.cut(elapsed)
+	s.intervals = append(s.intervals, i)
+	return i
+}
+
+// intervalPending reports whether the current --interval has observed anything and has lasted
+// at least minimum since its start.
+func (s *stats) intervalPending(elapsed, minimum time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.iv.empty() && elapsed-s.iv.from >= minimum
 }
 
 // progress writes one line about the last window.
@@ -101,9 +142,15 @@ func (s *stats) progress(w io.Writer, elapsed time.Duration, lastAccepted *int) 
 	p := percentiles(win)
 	s.series = append(s.series, Point{At: elapsed, Accepted: accepted - *lastAccepted, Errors: errs - s.errsSeen, POST: p})
 	s.errsSeen = errs
+	gets := len(s.gets) - s.getsSeen
+	s.getsSeen = len(s.gets)
 	s.mu.Unlock()
-	fmt.Fprintf(w, "%6.1fs  sent %7d  accepted %7d (%6d/s)  errors %5d  POST p50 %7s p99 %7s  following %d\n",
-		elapsed.Seconds(), sent, accepted, accepted-*lastAccepted, errs, fmtDur(p[50]), fmtDur(p[99]), following)
+	getsPart := ""
+	if gets > 0 {
+		getsPart = fmt.Sprintf("  GET %6d/s", gets)
+	}
+	fmt.Fprintf(w, "%6.1fs  sent %7d  accepted %7d (%6d/s)  errors %5d  POST p50 %7s p99 %7s  following %d%s\n",
+		elapsed.Seconds(), sent, accepted, accepted-*lastAccepted, errs, fmtDur(p[50]), fmtDur(p[99]), following, getsPart)
 	*lastAccepted = accepted
 }
 
@@ -128,6 +175,14 @@ type Summary struct {
 	// Series has one point per second of the timed phase; Samples the measured operations.
 	Series  []Point
 	Samples []ResolveSample
+	// GETs counts the resolutions of a resolve mix, GETsOK those answered 200, GET their
+	// latency percentiles.
+	GETs      int
+	GETsOK    int
+	GETPerSec float64
+	GET       map[int]time.Duration
+	// Intervals has one entry per --interval line.
+	Intervals []Interval
 }
 
 func (s *stats) summary(elapsed time.Duration) Summary {
@@ -137,6 +192,7 @@ func (s *stats) summary(elapsed time.Duration) Summary {
 		Elapsed: elapsed, Sent: s.sent, Accepted: s.accepted, AcceptedByType: map[string]int{}, Errors: map[string]int{},
 		POST: percentiles(s.post), Resolve: percentiles(s.resolve), Followed: len(s.resolve), FollowTimeouts: s.timeouts,
 		FellBack: map[string]int{}, Series: slices.Clone(s.series), Samples: slices.Clone(s.samples),
+		GETs: len(s.gets), GETsOK: s.getsOK, GET: percentiles(s.gets), Intervals: slices.Clone(s.intervals),
 	}
 	for k, v := range s.fellBack {
 		out.FellBack[k] = v
@@ -149,17 +205,28 @@ func (s *stats) summary(elapsed time.Duration) Summary {
 	}
 	if elapsed > 0 {
 		out.AcceptedPerSec = float64(s.accepted) / elapsed.Seconds()
+		out.GETPerSec = float64(len(s.gets)) / elapsed.Seconds()
 	}
 	return out
 }
 
 // Write prints the summary.
 func (s Summary) Write(w io.Writer) {
-	fmt.Fprintf(w, "\nsummary: %d sent, %d accepted in %s: %.0f accepted/s\n", s.Sent, s.Accepted, s.Elapsed.Round(time.Millisecond), s.AcceptedPerSec)
-	fmt.Fprintf(w, "  accepted by type: %s\n", formatCounts(s.AcceptedByType))
-	fmt.Fprintf(w, "  POST latency:     p50 %s  p95 %s  p99 %s  max %s\n", fmtDur(s.POST[50]), fmtDur(s.POST[95]), fmtDur(s.POST[99]), fmtDur(s.POST[100]))
-	fmt.Fprintf(w, "  accept→resolvable: p50 %s  p95 %s  max %s  (%d followed, %d timed out)\n",
-		fmtDur(s.Resolve[50]), fmtDur(s.Resolve[95]), fmtDur(s.Resolve[100]), s.Followed, s.FollowTimeouts)
+	// A resolve-only run posted nothing: its summary is its resolutions.
+	posted := s.Sent > 0 || s.GETs == 0
+	if posted {
+		fmt.Fprintf(w, "\nsummary: %d sent, %d accepted in %s: %.0f accepted/s\n", s.Sent, s.Accepted, s.Elapsed.Round(time.Millisecond), s.AcceptedPerSec)
+		fmt.Fprintf(w, "  accepted by type: %s\n", formatCounts(s.AcceptedByType))
+		fmt.Fprintf(w, "  POST latency:     p50 %s  p95 %s  p99 %s  max %s\n", fmtDur(s.POST[50]), fmtDur(s.POST[95]), fmtDur(s.POST[99]), fmtDur(s.POST[100]))
+		fmt.Fprintf(w, "  accept→resolvable: p50 %s  p95 %s  max %s  (%d followed, %d timed out)\n",
+			fmtDur(s.Resolve[50]), fmtDur(s.Resolve[95]), fmtDur(s.Resolve[100]), s.Followed, s.FollowTimeouts)
+	} else {
+		fmt.Fprintf(w, "\nsummary: %d GETs in %s: %.0f GET/s\n", s.GETs, s.Elapsed.Round(time.Millisecond), s.GETPerSec)
+	}
+	if s.GETs > 0 {
+		fmt.Fprintf(w, "  resolutions:      %d GETs in %s: %.0f GET/s, %d answered 200; latency p50 %s  p95 %s  p99 %s  max %s\n",
+			s.GETs, s.Elapsed.Round(time.Millisecond), s.GETPerSec, s.GETsOK, fmtDur(s.GET[50]), fmtDur(s.GET[95]), fmtDur(s.GET[99]), fmtDur(s.GET[100]))
+	}
 	fmt.Fprintf(w, "  errors by code:   %s\n", formatCounts(s.Errors))
 	if len(s.FellBack) > 0 {
 		n := 0

@@ -5,6 +5,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/anchord/anchord/internal/anchordtest"
 	"github.com/anchord/anchord/internal/config"
+	"github.com/anchord/anchord/internal/sidetree"
+	"github.com/anchord/anchord/internal/sidetree/wallet"
 )
 
 func load(t *testing.T, args ...string) (Summary, string, error) {
@@ -80,4 +84,26 @@ func TestMixFallBackIsReported(t *testing.T) {
 	require.Positive(t, sum.FellBack["update"])
 	require.Contains(t, out, "mix fell back:")
 	require.True(t, strings.Contains(out, "update="), out)
+}
+
+// TestNothingFoundFails resolves DIDs the target never saw: every GET answers 404, and the run
+// fails naming the answers instead of reporting a GET/s of errors.
+func TestNothingFoundFails(t *testing.T) {
+	t.Parallel()
+	target := startAnchord(t)
+	_, suffix, err := wallet.CreateRequest(mustKey(t).Commitment(), mustKey(t).Commitment(), wallet.Replace(wallet.Document{}))
+	require.NoError(t, err)
+	dids := filepath.Join(t.TempDir(), "dids.txt")
+	require.NoError(t, os.WriteFile(dids, []byte(suffix+"\n"), 0o600))
+	sum, _, err := load(t, "--target", target, "--count", "3", "--concurrency", "1", "--mix", "resolve=1", "--resolve-dids", dids)
+	require.ErrorIs(t, err, ErrNothingFound)
+	require.ErrorContains(t, err, "3 GETs, answers by status:code: GET:404=3")
+	require.Zero(t, sum.GETsOK)
+}
+
+func mustKey(t *testing.T) *wallet.Key {
+	t.Helper()
+	k, err := wallet.New(wallet.Config{Profile: sidetree.Profile{Method: MethodDefault}}).NewKey()
+	require.NoError(t, err)
+	return k
 }
