@@ -164,6 +164,10 @@ type fedLoad struct {
 	api    *apiClient
 	wallet *wallet.Wallet
 
+	// abandon, if set, makes a request give up (unrecorded, not an error) once it reports
+	// true: a test that kills the domain mid-load restarts it only after the load returns.
+	abandon func() bool
+
 	mu      sync.Mutex
 	ids     []*wallet.Identity
 	updated map[string]int // DID → updates accepted
@@ -211,6 +215,8 @@ func (l *fedLoad) post(req []byte) bool {
 			return true
 		case err == nil && code == http.StatusBadRequest:
 			l.t.Errorf("request refused: %s", body)
+			return false
+		case l.abandon != nil && l.abandon():
 			return false
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -425,6 +425,7 @@ func TestFederationCrashesPublishAndApplyOnce(t *testing.T) {
 			victim := map[string]*relayDomain{"A": a, "B": b}[tc.victim]
 
 			load := newFedLoad(t, a.api)
+			load.abandon = func() bool { return victim.process().Exited() }
 			for round := 0; !victim.process().Exited(); round++ {
 				require.Less(t, round, 50, "the failpoint is reached")
 				load.creates(10, 2)
@@ -432,6 +433,7 @@ func TestFederationCrashesPublishAndApplyOnce(t *testing.T) {
 			}
 			victim.env = nil
 			victim.start()
+			load.abandon = nil
 			load.creates(20, 2)
 			waitSame(t, b, a, load.dids(), 2*time.Minute)
 
