@@ -298,7 +298,8 @@ func witnessesOf(rows []store.AnchorWitness) []Witness {
 	for _, r := range rows {
 		for role, has := range map[Role]bool{RoleBatch: r.Batch, RoleSystem: r.System} {
 			if has {
-				out = append(out, Witness{URI: r.Actor, Role: role, HasLog: r.HasLog, Selected: r.Selected, HasProof: r.ProofCounts()})
+				out = append(out, Witness{URI: r.Actor, Role: role, HasLog: r.HasLog, Selected: r.Selected, HasProof: r.ProofCounts(),
+					LogVerified: r.PromiseVerifiedAt != nil && r.PromiseBrokenAt == nil})
 			}
 		}
 	}
