@@ -31,6 +31,9 @@ type Witnessing struct {
 	// observer's wake-up).
 	completed func(seq int64)
 	m         *metrics
+	// promises is the proof monitor, which checks a proof's log promise as the proof arrives;
+	// nil without one (NewLogProofs sets it).
+	promises *LogProofs
 
 	mu  sync.Mutex
 	rng *rand.Rand
