@@ -14,6 +14,7 @@ import (
 	"github.com/anchord/anchord/internal/failpoint"
 	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/store"
+	"github.com/anchord/anchord/internal/vc"
 )
 
 // proofMonitorInterval is A's --vct-monitoring-interval in these tests; its task manager
@@ -25,7 +26,8 @@ const proofMonitorInterval = 2 * time.Second
 // confirmed by inclusion in its witness's log within two monitor intervals. (2) B is restarted
 // as a witness that answers Accept but never appends: each promise it makes is marked broken
 // after its deadline (metric, error log, B listed as faulty by `anchord admin witness list`),
-// while every operation accepted at A is still anchored and published.
+// no anchor completes on B's proof (each credential published since carries C's verifying
+// proof), and every operation accepted at A is still anchored and published, once.
 func TestProofMonitorConfirmsLoggedProofsAndFindsBrokenPromises(t *testing.T) {
 	t.Parallel()
 	// A short clock skew: a promise is broken at its deadline plus the skew.
@@ -58,6 +60,10 @@ func TestProofMonitorConfirmsLoggedProofsAndFindsBrokenPromises(t *testing.T) {
 	require.Zero(t, broken())
 
 	// B now promises entries it never appends.
+	publishedBefore := map[string]bool{}
+	for _, cred := range a.publishedCredentials() {
+		publishedBefore[cred.ID()] = true
+	}
 	b.stop()
 	b.env = []string{"ANCHORD_FAILPOINTS=" + failpoint.WitnessSkipLogAppend + "=1000000"}
 	b.start()
@@ -99,7 +105,46 @@ func TestProofMonitorConfirmsLoggedProofsAndFindsBrokenPromises(t *testing.T) {
 		return strings.Contains(l, "broke its log promise") && strings.Contains(l, b.actor)
 	}), "an error log names the witness")
 
+	// Under LogRequired B's proofs never counted: every anchor published since B lied carries
+	// C's proof, which verifies, and C's promises were all kept.
+	didOf := func(d *relayDomain) string {
+		did, err := vc.DIDWeb("http://" + d.addr)
+		require.NoError(t, err)
+		return did
+	}
+	since := 0
+	for _, cred := range a.publishedCredentials() {
+		if publishedBefore[cred.ID()] {
+			continue
+		}
+		since++
+		signers := verifiedSigners(t, cred)
+		require.Equal(t, didOf(a), signers[0], "the origin's proof comes first")
+		require.Contains(t, signers[1:], didOf(c), "credential %s carries C's proof", cred.ID())
+	}
+	require.Positive(t, since)
+	t.Logf("%d anchors published after B's restart, each with C's proof", since)
+
+	var failed int
 	for _, an := range a.api.anchors(t) {
+		if an.Status == store.AnchorFailed {
+			// An anchor that waited for B's promise past its deadline: its operations were
+			// given back and anchored again (checked below).
+			failed++
+			continue
+		}
 		require.Equal(t, store.AnchorCompleted, an.Status, "anchor %d", an.Seq)
+	}
+	t.Logf("%d anchors failed and given back", failed)
+
+	a.stop()
+	dids := load.dids()
+	suffixes := make([]string, len(dids))
+	for i, did := range dids {
+		suffixes[i] = suffixOf(did)
+	}
+	rows := a.indexRows(suffixes)
+	for _, s := range suffixes {
+		require.Len(t, rows[s], 1, "each operation indexed once: %s", s)
 	}
 }

@@ -26,6 +26,11 @@ import (
 	"github.com/anchord/anchord/internal/witness"
 )
 
+// checkpointWait bounds how long a witness with a log waits, before it answers an Offer, for a
+// published checkpoint covering the credential it logged: a few of the log's checkpoint
+// intervals (witnesslog.CheckpointIntervalDefault, 1 s).
+const checkpointWait = 5 * time.Second
+
 // pendingTTL is how long a DID stays reserved for its pending operation (intake's default, 0,
 // for the local and ledger backends). With witnesses an operation may wait in an anchor for
 // --max-witness-delay plus the grace period and then be anchored again: the reservation must
@@ -86,6 +91,15 @@ func (c *core) witnessBackend(ctx context.Context, svc *federation.Service, give
 	if err != nil {
 		return nil, err
 	}
+	// The proof monitor checks the log promises that came with the proofs, and is the check of a
+	// promise as its proof arrives: built before the Accepts are handled.
+	proofs, err := witness.NewLogProofs(witness.LogProofConfig{
+		Interval: c.cfg.Witness.ProofMonitorInterval, MaxRecords: cfg.MaxRecords, MaxClockSkew: cfg.MaxClockSkew,
+		Logger: c.log("vct-monitor"), Registerer: c.reg,
+	}, c.st, peerLogs{dir: &logDirectory{st: c.st, svc: svc, client: svc.Client(), logger: c.log("vct-monitor")}}, w)
+	if err != nil {
+		return nil, err
+	}
 	if err := svc.RegisterAnswerHandler(activity.TypeOffer, federation.Handler{Handle: func(ctx context.Context, in federation.Inbound) error {
 		_, err := w.HandleAccept(ctx, witness.Inbound{Activity: in.Activity, Actor: in.Actor})
 		return witnessError(err)
@@ -93,14 +107,6 @@ func (c *core) witnessBackend(ctx context.Context, svc *federation.Service, give
 		return nil, err
 	}
 	if err := c.tasks.Register(taskmgr.Task{ID: witness.MonitorTaskID, Interval: w.Interval(), Run: w.RunTask}); err != nil {
-		return nil, err
-	}
-	// The proof monitor checks the log promises that came with the proofs.
-	proofs, err := witness.NewLogProofs(witness.LogProofConfig{
-		Interval: c.cfg.Witness.ProofMonitorInterval, MaxRecords: cfg.MaxRecords, MaxClockSkew: cfg.MaxClockSkew,
-		Logger: c.log("vct-monitor"), Registerer: c.reg,
-	}, c.st, peerLogs{dir: &logDirectory{st: c.st, svc: svc, client: svc.Client(), logger: c.log("vct-monitor")}})
-	if err != nil {
 		return nil, err
 	}
 	if err := c.tasks.Register(taskmgr.Task{ID: witness.LogProofTaskID, Interval: proofs.Interval(), Run: proofs.RunTask}); err != nil {
@@ -125,7 +131,21 @@ func (c *core) witnessing(ctx context.Context, svc *federation.Service) error {
 				cp, err := l.Checkpoint(ctx)
 				return cp.Size, err
 			}
-			return l.Append(ctx, entry)
+			idx, err := l.Append(ctx, entry)
+			if err != nil {
+				return 0, err
+			}
+			// The origin counts a logged proof under LogRequired only once it has verified the
+			// entry in our log: answering once a published checkpoint covers it lets the origin
+			// verify it on arrival instead of at its proof monitor's next run. Bounded, and
+			// outside the Accept's transaction; on timeout the Accept goes anyway and the
+			// origin's monitor verifies the entry later.
+			wctx, cancel := context.WithTimeout(ctx, checkpointWait)
+			defer cancel()
+			if _, err := l.AwaitCheckpoint(wctx, idx); err != nil && ctx.Err() == nil {
+				c.logger.Warn("no checkpoint covers the logged credential yet; answering without it", "index", idx, "err", err)
+			}
+			return idx, nil
 		}
 	}
 	signer, err := witness.NewSigner(cfg, c.st, svc.PostTx, svc.IsWitnessing, appendLog)

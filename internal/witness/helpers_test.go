@@ -276,9 +276,10 @@ func (o *origin) offerTo(actor string) *activity.Activity {
 
 // acceptOpts varies a witness's Accept.
 type acceptOpts struct {
-	created   time.Time          // proof created; now by default
-	key       ed25519.PrivateKey // signing key; the witness's by default (the method always names it)
-	inReplyTo string             // the offered anchor by default
+	created   time.Time            // proof created; now by default
+	key       ed25519.PrivateKey   // signing key; the witness's by default (the method always names it)
+	inReplyTo string               // the offered anchor by default
+	log       *activity.ReceiptLog // the receipt's log promise; none by default
 }
 
 // accept builds witness w's Accept of offer as an Orb or anchord witness sends it: the Offer
@@ -322,7 +323,7 @@ func accept(t testing.TB, w testDomain, offer *activity.Activity, opt acceptOpts
 		}},
 		Result: &activity.Object{AnchorReceipt: &activity.AnchorReceipt{
 			Context: activity.Strings{activity.ContextActivityAnchors}, Type: activity.TypeAnchorReceipt,
-			InReplyTo: inReplyTo, StartTime: &created, EndTime: &end, Attachment: []json.RawMessage{att},
+			InReplyTo: inReplyTo, StartTime: &created, EndTime: &end, Attachment: []json.RawMessage{att}, Log: opt.log,
 		}},
 	}
 }

@@ -61,23 +61,28 @@ type LogProofConfig struct {
 // LogProofs is the proof monitor (task LogProofTaskID). For each unsettled promise, oldest
 // first, it reads the witness's latest checkpoint (verified with the witness's key) and
 // verifies that the credential's entry is at the promised index. Included: the promise is
-// verified and no longer watched. Another leaf at that index, or no checkpoint covering it
-// once the deadline has passed: the promise is broken, the witness's proof stops counting, and
-// a pending anchor is looked at again at once by the anchor status monitor (which asks
-// another witness if the policy no longer holds). A log that cannot be read settles nothing:
-// the promise is checked again at the next run.
+// verified and no longer watched, and a pending anchor completes if its policy now holds
+// (under LogRequired a logged proof counts only from then on). Another leaf at that index, or
+// no checkpoint covering it once the deadline has passed: the promise is broken, the witness's
+// proof stops counting, and a pending anchor is looked at again at once by the anchor status
+// monitor (which asks another witness if the policy no longer holds). A log that cannot be
+// read settles nothing: the promise is checked again at the next run.
 type LogProofs struct {
 	cfg     LogProofConfig
 	st      store.Store
 	peers   PeerLogs
+	origin  *Witnessing
 	now     func() time.Time
 	settled *prometheus.CounterVec
 }
 
-// NewLogProofs returns the proof monitor of the promises recorded in st.
-func NewLogProofs(cfg LogProofConfig, st store.Store, peers PeerLogs) (*LogProofs, error) {
-	if st == nil || peers == nil {
-		return nil, errors.New("new proof monitor: a store and the peer logs are required")
+// NewLogProofs returns the proof monitor of the promises recorded in st for origin's anchors.
+// It also becomes origin's check of a promise as its proof arrives (Witnessing.HandleAccept),
+// so that both use one code path and one count of verified promises: call it before origin
+// handles Accepts.
+func NewLogProofs(cfg LogProofConfig, st store.Store, peers PeerLogs, origin *Witnessing) (*LogProofs, error) {
+	if st == nil || peers == nil || origin == nil {
+		return nil, errors.New("new proof monitor: a store, the peer logs and the origin side are required")
 	}
 	cfg.Interval = cmp.Or(cfg.Interval, LogProofIntervalDefault)
 	cfg.MaxRecords = cmp.Or(cfg.MaxRecords, LogProofMaxRecordsDefault)
@@ -92,12 +97,14 @@ func NewLogProofs(cfg LogProofConfig, st store.Store, peers PeerLogs) (*LogProof
 		cfg.Registerer = prometheus.NewRegistry()
 	}
 	settled := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "anchord_witness_log_promises_total",
-		Help: "Witness log promises settled by the proof monitor, by outcome: verified (the credential is in the log at the promised index) or broken."},
+		Help: "Witness log promises settled, by outcome: verified (the credential is in the log at the promised index, found by the proof monitor or as the proof arrived) or broken."},
 		[]string{"outcome"})
 	if err := cfg.Registerer.Register(settled); err != nil {
 		return nil, err
 	}
-	return &LogProofs{cfg: cfg, st: st, peers: peers, now: time.Now, settled: settled}, nil
+	p := &LogProofs{cfg: cfg, st: st, peers: peers, origin: origin, now: time.Now, settled: settled}
+	origin.promises = p
+	return p, nil
 }
 
 // Interval is the task's interval.
@@ -143,7 +150,7 @@ func (p *LogProofs) runOnce(ctx context.Context) (LogProofResult, error) {
 		}
 		ps, ok := peers[w.Actor]
 		if !ok {
-			ps = p.readPeer(ctx, w.Actor)
+			ps = readPeer(ctx, p.peers, w.Actor)
 			peers[w.Actor] = ps
 			if ps.err != nil {
 				// Once per witness and run: its other promises wait for the next run too.
@@ -162,7 +169,8 @@ func (p *LogProofs) runOnce(ctx context.Context) (LogProofResult, error) {
 			}
 			anchors[w.Seq] = pe
 		}
-		broken, reason, err := p.judge(ctx, ps, w, pe.entry)
+		late := p.now().After(w.Promise.Deadline.Add(p.cfg.MaxClockSkew))
+		broken, reason, err := judge(ctx, ps, *w.Promise, pe.entry, late)
 		switch {
 		case err != nil:
 			res.Unreadable++
@@ -174,7 +182,7 @@ func (p *LogProofs) runOnce(ctx context.Context) (LogProofResult, error) {
 				"index", w.Promise.Index, "deadline", w.Promise.Deadline, "reason", reason)
 			continue
 		}
-		settled, err := p.settle(ctx, w, pe.hashlink, broken, reason)
+		settled, err := p.settle(ctx, w, pe, broken, reason)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -190,8 +198,8 @@ func (p *LogProofs) runOnce(ctx context.Context) (LogProofResult, error) {
 
 // readPeer reads actor's log and its latest checkpoint; a log it does not keep (any more) is
 // not an error: its promises cannot be kept and break at their deadline.
-func (p *LogProofs) readPeer(ctx context.Context, actor string) *peerState {
-	peer, origin, ok, err := p.peers.PeerLog(ctx, actor)
+func readPeer(ctx context.Context, peers PeerLogs, actor string) *peerState {
+	peer, origin, ok, err := peers.PeerLog(ctx, actor)
 	if err != nil || !ok {
 		return &peerState{ok: false, err: err}
 	}
@@ -202,10 +210,12 @@ func (p *LogProofs) readPeer(ctx context.Context, actor string) *peerState {
 	return &peerState{peer: peer, origin: origin, ok: true, cp: cp}
 }
 
-// promisedEntry is the log entry of an anchor's credential, and the anchor's hashlink.
+// promisedEntry is the log entry of an anchor's credential, the anchor's hashlink and when it
+// was offered.
 type promisedEntry struct {
 	entry    []byte
 	hashlink string
+	offered  time.Time
 }
 
 // entry is the log entry of anchor seq's credential.
@@ -222,21 +232,21 @@ func (p *LogProofs) entry(ctx context.Context, seq int64) (promisedEntry, error)
 	if err != nil {
 		return promisedEntry{}, fmt.Errorf("anchor %d credential: %w", seq, err)
 	}
-	return promisedEntry{entry: entry, hashlink: wa.Hashlink}, nil
+	return promisedEntry{entry: entry, hashlink: wa.Hashlink, offered: wa.CreatedAt}, nil
 }
 
-// judge decides about one promise: verified (false, ""), broken (true, why), not yet
-// (false, why), or an error when the log could not be read.
-func (p *LogProofs) judge(ctx context.Context, ps *peerState, w store.AnchorWitness, entry []byte) (bool, string, error) {
-	late := p.now().After(w.Promise.Deadline.Add(p.cfg.MaxClockSkew))
-	if !ps.ok || ps.origin != w.Promise.Origin {
-		reason := fmt.Sprintf("the witness's log is not %s", w.Promise.Origin)
+// judge decides about one promise, whose deadline has passed if late: verified (false, ""),
+// broken (true, why), not yet (false, why), or an error when the log could not be read. The
+// proof monitor and the check of a proof on arrival (verifyOnArrival) both judge with it.
+func judge(ctx context.Context, ps *peerState, promise store.LogPromise, entry []byte, late bool) (bool, string, error) {
+	if !ps.ok || ps.origin != promise.Origin {
+		reason := fmt.Sprintf("the witness's log is not %s", promise.Origin)
 		if ps.ok {
-			reason = fmt.Sprintf("the witness's log is %s, not the promised %s", ps.origin, w.Promise.Origin)
+			reason = fmt.Sprintf("the witness's log is %s, not the promised %s", ps.origin, promise.Origin)
 		}
 		return late, reason, nil
 	}
-	err := ps.peer.VerifyInclusion(ctx, ps.cp, uint64(w.Promise.Index), entry)
+	err := ps.peer.VerifyInclusion(ctx, ps.cp, uint64(promise.Index), entry)
 	switch {
 	case err == nil:
 		return false, "", nil
@@ -248,25 +258,62 @@ func (p *LogProofs) judge(ctx context.Context, ps *peerState, w store.AnchorWitn
 	return false, "", err
 }
 
+// verifyOnArrival reports whether actor's promise is kept now: the entry is at the promised
+// index of a checkpoint its log serves. It reads the log as a run of the monitor does and
+// judges the promise the same way, but settles nothing: anything short of verified (the log
+// unreadable, the index not covered yet, even another entry there) is left to the monitor,
+// which alone breaks promises, with the consequences that has.
+func (p *LogProofs) verifyOnArrival(ctx context.Context, actor string, promise store.LogPromise, entry []byte) bool {
+	ps := readPeer(ctx, p.peers, actor)
+	if ps.err != nil {
+		p.cfg.Logger.DebugContext(ctx, "witness log not read on the proof's arrival; the proof monitor checks it", "witness", actor, "err", ps.err)
+		return false
+	}
+	broken, reason, err := judge(ctx, ps, promise, entry, false)
+	if err != nil || broken || reason != "" {
+		p.cfg.Logger.DebugContext(ctx, "witness log promise not verified on the proof's arrival; the proof monitor checks it",
+			"witness", actor, "index", promise.Index, "reason", reason, "err", err)
+		return false
+	}
+	return true
+}
+
 // settle records the verdict once. A broken promise of a pending anchor makes the anchor due
 // at once for the status monitor, in the same transaction: the proof no longer counts, and the
-// policy may need another witness.
-func (p *LogProofs) settle(ctx context.Context, w store.AnchorWitness, hashlink string, broken bool, reason string) (bool, error) {
-	var settled, pending bool
+// policy may need another witness. A verified one may be what a LogRequired policy was waiting
+// for: the anchor completes in the same transaction if its policy now holds.
+func (p *LogProofs) settle(ctx context.Context, w store.AnchorWitness, pe promisedEntry, broken bool, reason string) (bool, error) {
+	hashlink := pe.hashlink
+	var settled, pending, completed bool
 	err := p.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+		settled, pending, completed = false, false, false
 		var err error
-		if settled, err = tx.LogPromiseSettle(ctx, w.Seq, w.Actor, broken); err != nil || !settled || !broken {
+		if settled, err = tx.LogPromiseSettle(ctx, w.Seq, w.Actor, broken); err != nil || !settled {
 			return err
 		}
 		a, err := tx.AnchorGet(ctx, w.Seq)
 		if err != nil {
 			return err
 		}
-		if pending = a.Status == store.AnchorPending; pending {
+		if pending = a.Status == store.AnchorPending; !pending {
+			return nil
+		}
+		if broken {
 			return tx.WitnessAnchorSetCheck(ctx, w.Seq, 0)
 		}
-		return nil
+		completed, err = p.origin.completeIfSatisfied(ctx, tx, w.Seq)
+		return err
 	})
+	if err == nil && settled && !broken && pending && !completed {
+		// Another witness's proof may have been verified in a transaction that ran alongside
+		// ours, each seeing only its own (READ COMMITTED): look again now that ours is
+		// committed, as addProof does.
+		err = p.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+			var err error
+			completed, err = p.origin.completeIfSatisfied(ctx, tx, w.Seq)
+			return err
+		})
+	}
 	if err != nil {
 		return false, fmt.Errorf("settle the promise of %s for anchor %d: %w", w.Actor, w.Seq, err)
 	}
@@ -276,6 +323,10 @@ func (p *LogProofs) settle(ctx context.Context, w store.AnchorWitness, hashlink 
 	if !broken {
 		p.settled.WithLabelValues("verified").Inc()
 		p.cfg.Logger.DebugContext(ctx, "witness log promise verified", "witness", w.Actor, "anchor_seq", w.Seq, "anchor", hashlink, "index", w.Promise.Index)
+		if completed {
+			p.origin.m.witnessTime.Observe(time.Since(pe.offered).Seconds())
+			p.cfg.Logger.InfoContext(ctx, "witness policy satisfied once a log promise was verified", "anchor_seq", w.Seq, "witness", w.Actor)
+		}
 		return true, nil
 	}
 	p.settled.WithLabelValues("broken").Inc()

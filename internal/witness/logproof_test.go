@@ -158,7 +158,7 @@ func TestLogPromisesAreVerifiedOrBroken(t *testing.T) {
 		l := servedLog(t)
 		reg := prometheus.NewRegistry()
 		mon, err := NewLogProofs(LogProofConfig{MaxClockSkew: time.Second, Logger: anchordtest.Logger(t), Registerer: reg},
-			st, l.directory(t, logOrigin))
+			st, l.directory(t, logOrigin), newOrigin(t, st).w)
 		require.NoError(t, err)
 		ctx := anchordtest.Context(t, time.Minute)
 		deadline := time.Now().Add(time.Hour)
@@ -235,7 +235,7 @@ func TestLogPromisesInALogNotTheWitnesss(t *testing.T) {
 		require.NoError(t, err)
 
 		// logWitness advertises another log than the one its receipt named.
-		mon, err := NewLogProofs(LogProofConfig{Logger: anchordtest.Logger(t)}, st, l.directory(t, "b.example/other"))
+		mon, err := NewLogProofs(LogProofConfig{Logger: anchordtest.Logger(t)}, st, l.directory(t, "b.example/other"), newOrigin(t, st).w)
 		require.NoError(t, err)
 		res, err := mon.runOnce(ctx)
 		require.NoError(t, err)
@@ -324,7 +324,7 @@ func TestBrokenPromiseMakesTheStatusMonitorAskAnotherWitness(t *testing.T) {
 		_, err = l.AwaitCheckpoint(ctx, 0)
 		require.NoError(t, err)
 
-		mon, err := NewLogProofs(LogProofConfig{Logger: anchordtest.Logger(t)}, st, l.directory(t, logOrigin))
+		mon, err := NewLogProofs(LogProofConfig{Logger: anchordtest.Logger(t)}, st, l.directory(t, logOrigin), w)
 		require.NoError(t, err)
 		res, err := mon.runOnce(ctx)
 		require.NoError(t, err)

@@ -136,7 +136,7 @@ func (w *Witnessing) check(ctx context.Context, wa store.WitnessAnchor) (string,
 		if err != nil {
 			return err
 		}
-		if now.Before(wa.CreatedAt.Add(w.cfg.MaxWitnessDelay + w.cfg.GracePeriod)) {
+		if now.Before(wa.CreatedAt.Add(w.cfg.MaxWitnessDelay+w.cfg.GracePeriod)) || w.promiseOpen(policy, rows, now) {
 			outcome = "waiting"
 			return tx.WitnessAnchorSetCheck(ctx, wa.Seq, w.cfg.GracePeriod)
 		}
@@ -165,6 +165,24 @@ func (w *Witnessing) check(ctx context.Context, wa store.WitnessAnchor) (string,
 			"anchor_seq", wa.Seq, "operations", requeued)
 	}
 	return outcome, nil
+}
+
+// promiseOpen reports whether, under LogRequired, an asked witness's proof waits for the proof
+// monitor's verdict on its log promise: the anchor is not failed under it, since verified it
+// may complete the anchor, and broken it makes the anchor due at once to ask another witness.
+// A promise the monitor cannot settle (the log unreadable) is waited for only until its
+// deadline plus the clock skew and the grace period.
+func (w *Witnessing) promiseOpen(policy Policy, rows []store.AnchorWitness, now time.Time) bool {
+	if !policy.LogRequired {
+		return false
+	}
+	for _, r := range rows {
+		if r.Selected && r.HasLog && r.ProofCounts() && r.Promise != nil && r.PromiseVerifiedAt == nil &&
+			now.Before(r.Promise.Deadline.Add(w.cfg.MaxClockSkew+w.cfg.GracePeriod)) {
+			return true
+		}
+	}
+	return false
 }
 
 // mergeRows keeps the recorded rows (their selection, Offers and proofs) and adds candidates

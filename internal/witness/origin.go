@@ -31,6 +31,9 @@ type Witnessing struct {
 	// observer's wake-up).
 	completed func(seq int64)
 	m         *metrics
+	// promises is the proof monitor, which checks a proof's log promise as the proof arrives;
+	// nil without one (NewLogProofs sets it).
+	promises *LogProofs
 
 	mu  sync.Mutex
 	rng *rand.Rand
@@ -298,7 +301,8 @@ func witnessesOf(rows []store.AnchorWitness) []Witness {
 	for _, r := range rows {
 		for role, has := range map[Role]bool{RoleBatch: r.Batch, RoleSystem: r.System} {
 			if has {
-				out = append(out, Witness{URI: r.Actor, Role: role, HasLog: r.HasLog, Selected: r.Selected, HasProof: r.ProofCounts()})
+				out = append(out, Witness{URI: r.Actor, Role: role, HasLog: r.HasLog, Selected: r.Selected, HasProof: r.ProofCounts(),
+					LogVerified: r.PromiseVerifiedAt != nil && r.PromiseBrokenAt == nil})
 			}
 		}
 	}

@@ -79,6 +79,10 @@ type Witness struct {
 	Selected bool
 	// HasProof reports that the witness's proof has arrived; Evaluate counts these.
 	HasProof bool
+	// LogVerified reports that the credential was found in the witness's log where its proof
+	// promised it would be. Under LogRequired only such proofs count: a witness with a log
+	// that has not (yet) shown the entry is not known to have logged anything.
+	LogVerified bool
 }
 
 // Policy is a parsed witness policy. Compare policies with ==; String gives the canonical text.
@@ -227,12 +231,13 @@ func (p Policy) operator() Operator {
 
 // Evaluate reports whether the proofs gathered so far satisfy p. witnesses is every witness
 // recorded for the anchor, asked or not; those with HasProof set have answered. A witness of
-// another role is ignored, and under LogRequired a proof from a witness without a log does not
-// count (the witness still counts in the total).
+// another role is ignored, and under LogRequired a proof counts only from a witness with a log
+// whose entry has been verified there (the witness still counts in the total either way).
+// Orb counts a logged witness's proof at once; here LogRequired means logged, not promised.
 func (p Policy) Evaluate(witnesses []Witness) bool {
 	var totalBatch, gotBatch, totalSystem, gotSystem int
 	for _, w := range witnesses {
-		counts := w.HasProof && (!p.LogRequired || w.HasLog)
+		counts := w.HasProof && (!p.LogRequired || (w.HasLog && w.LogVerified))
 		switch w.Role {
 		case RoleBatch:
 			totalBatch++

@@ -166,6 +166,8 @@ func ws(specs ...string) []Witness {
 				w.HasLog = true
 			case "proof":
 				w.HasProof = true
+			case "verified":
+				w.LogVerified = true
 			}
 		}
 		out = append(out, w)
@@ -200,8 +202,11 @@ func TestEvaluate(t *testing.T) {
 		{"OR, neither", "MinPercent(30,system) OR MinPercent(70,batch)", ws("b:a:proof", "b:c", "s:w1", "s:w2", "s:w3", "s:w4"), false},
 		{"AND, both", "MinPercent(50,batch) AND MinPercent(50,system)", ws("b:a:proof", "b:c", "s:w1:proof", "s:w2"), true},
 		{"LogRequired, proof without log", "OutOf(1,system) LogRequired", ws("s:w1:proof", "s:w2:log"), false},
-		{"LogRequired, proof with log", "OutOf(1,system) LogRequired", ws("s:w1:proof", "s:w2:log:proof"), true},
-		{"LogRequired, logless witness still in total", "MinPercent(50,system) LogRequired", ws("s:w1:proof", "s:w2:log:proof", "s:w3", "s:w4"), false},
+		{"LogRequired, logged proof not verified yet", "OutOf(1,system) LogRequired", ws("s:w1:proof", "s:w2:log:proof"), false},
+		{"LogRequired, logged proof verified", "OutOf(1,system) LogRequired", ws("s:w1:proof", "s:w2:log:proof:verified"), true},
+		{"LogRequired, verified entry of a logless witness", "OutOf(1,system) LogRequired", ws("s:w1:proof:verified"), false},
+		{"LogRequired, logless witness still in total", "MinPercent(50,system) LogRequired", ws("s:w1:proof", "s:w2:log:proof:verified", "s:w3", "s:w4"), false},
+		{"without LogRequired, an unverified logged proof counts at once", "OutOf(1,system)", ws("s:w1", "s:w2:log:proof"), true},
 		{"other roles ignored", "", ws("b:a:proof", "observer:x"), true},
 		{"one domain in both roles", "", ws("b:a:proof", "s:a:proof", "s:w1"), false},
 	}

@@ -109,12 +109,44 @@ func (w *Witnessing) HandleAccept(ctx context.Context, in Inbound) (ProofOutcome
 	if err := vc.VerifyProof(ctx, cred, proof, resolve); err != nil {
 		return "", err
 	}
-	outcome, err := w.addProof(ctx, wa, in.Actor, receipt.Attachment[0], w.promise(receipt, offer.EndTime))
+	promise := w.promise(receipt, offer.EndTime)
+	verified, err := w.verifyOnArrival(ctx, in.Actor, cred, promise)
+	if err != nil {
+		return "", err
+	}
+	outcome, err := w.addProof(ctx, wa, in.Actor, receipt.Attachment[0], promise, verified)
 	if err != nil {
 		return "", err
 	}
 	w.m.proofs.WithLabelValues(string(outcome)).Inc()
+	if verified && outcome == ProofAdded {
+		w.promises.settled.WithLabelValues("verified").Inc()
+	}
 	return outcome, nil
+}
+
+// verifyOnArrival checks, before the proof is recorded and outside any transaction, whether
+// the credential is already in the witness's log where the promise says: under LogRequired a
+// logged proof counts only once that is verified, and a witness that waited for its
+// checkpoint before answering (as ours does) has made it verifiable by now, so checking here
+// spares the anchor a wait for the next run of the proof monitor. Without LogRequired the proof
+// counts at once and the monitor checks the promise later, so nothing is read here.
+func (w *Witnessing) verifyOnArrival(ctx context.Context, actor string, cred *vc.Credential, promise *store.LogPromise) (bool, error) {
+	if promise == nil || w.promises == nil {
+		return false, nil
+	}
+	policy, err := LoadPolicy(ctx, w.st)
+	if err != nil {
+		return false, err
+	}
+	if !policy.LogRequired {
+		return false, nil
+	}
+	entry, err := LogEntry(cred)
+	if err != nil {
+		return false, fmt.Errorf("log entry of %s: %w", cred.ID(), err)
+	}
+	return w.promises.verifyOnArrival(ctx, actor, *promise, entry), nil
 }
 
 // promise is the log promise a receipt makes, nil if it names no log. Its deadline is the
@@ -132,9 +164,9 @@ func (w *Witnessing) promise(r *activity.AnchorReceipt, offerEnd *time.Time) *st
 	return &store.LogPromise{Origin: r.Log.Origin, Index: int64(r.Log.Index), Deadline: deadline.UTC()}
 }
 
-// addProof records a verified proof, with its log promise if it has one, and completes the
-// anchor if the policy now holds.
-func (w *Witnessing) addProof(ctx context.Context, wa store.WitnessAnchor, actor string, proof []byte, promise *store.LogPromise) (ProofOutcome, error) {
+// addProof records a verified proof, with its log promise if it has one (already verified if
+// logVerified), and completes the anchor if the policy now holds.
+func (w *Witnessing) addProof(ctx context.Context, wa store.WitnessAnchor, actor string, proof []byte, promise *store.LogPromise, logVerified bool) (ProofOutcome, error) {
 	outcome := ProofAdded
 	var completed bool
 	err := w.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
@@ -167,6 +199,12 @@ func (w *Witnessing) addProof(ctx context.Context, wa store.WitnessAnchor, actor
 		if promise != nil {
 			if err := tx.AnchorWitnessPromise(ctx, wa.Seq, actor, *promise); err != nil {
 				return err
+			}
+			if logVerified {
+				// The monitor's verdict, given early: the promise is no longer watched.
+				if _, err := tx.LogPromiseSettle(ctx, wa.Seq, actor, false); err != nil {
+					return err
+				}
 			}
 		}
 		completed, err = w.completeIfSatisfied(ctx, tx, wa.Seq)
