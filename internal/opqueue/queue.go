@@ -101,7 +101,14 @@ type Queue struct {
 	held    map[int64]struct{} // ids in pending or inBatch: changed only by adopt and settle
 	maxSeen int64              // highest row id the queue has held
 	syncs   int
-	notify  chan struct{}
+	// syncing counts Syncs between their read and their adopt; meanwhile settle records the
+	// ids it forgets in settledInSync, because the read may have returned those rows just
+	// before their batch committed, and adopting them again would queue them a second time.
+	syncing       int
+	settledInSync map[int64]struct{}
+	// afterSyncRead, tests only, runs between a Sync's read and its adopt.
+	afterSyncRead func()
+	notify        chan struct{}
 }
 
 // New builds the queue of an embedded instance over st. Call Load before serving, and run Run.
@@ -118,6 +125,8 @@ func New(cfg Config, st store.Store) (*Queue, error) {
 		notify:  make(chan struct{}, 1),
 		inBatch: make(map[int64]struct{}),
 		held:    make(map[int64]struct{}),
+
+		settledInSync: make(map[int64]struct{}),
 	}
 	m, err := newMetrics(cfg.Registerer, q)
 	if err != nil {
@@ -175,6 +184,9 @@ func (q *Queue) adopt(ops []*Op) int {
 	ordered := true
 	for _, op := range ops {
 		if _, dup := q.held[op.ID]; dup {
+			continue
+		}
+		if _, gone := q.settledInSync[op.ID]; gone {
 			continue
 		}
 		q.held[op.ID] = struct{}{}
@@ -358,6 +370,9 @@ func (q *Queue) settle(ids ...int64) {
 	for _, id := range ids {
 		delete(q.inBatch, id)
 		delete(q.held, id)
+		if q.syncing > 0 {
+			q.settledInSync[id] = struct{}{}
+		}
 	}
 	q.mu.Unlock()
 }

@@ -422,3 +422,31 @@ func TestSyncPicksUpRowsWrittenElsewhere(t *testing.T) {
 		}
 	})
 }
+
+// TestSyncDoesNotAdoptRowsAnchoredDuringItsRead: a full Sync reads a row that is in a batch; the
+// batch commits (its rows deleted, its ids settled) before the Sync adopts what it read. The
+// row must not come back into the queue: it would be cut into another batch whose Ack finds it
+// gone (a batch failing with ErrLeaseLost at every full sync, as seen under load).
+func TestSyncDoesNotAdoptRowsAnchoredDuringItsRead(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st store.Store) {
+		b := setup(t, st)
+		ctx := context.Background()
+		add(t, b.q, 2, "did")
+		batch := b.q.Remove(10)
+		require.Equal(t, 2, batch.Len())
+		for range fullSyncEvery - 1 { // incremental passes: they read only rows above maxSeen
+			_, err := b.q.Sync(ctx)
+			require.NoError(t, err)
+		}
+		b.q.afterSyncRead = func() {
+			require.NoError(t, st.InTx(ctx, func(ctx context.Context, tx store.Executor) error { return batch.Ack(ctx, tx, 1) }))
+			batch.Committed()
+		}
+		n, err := b.q.Sync(ctx) // the full pass
+		require.NoError(t, err)
+		require.Zero(t, n, "rows anchored while the pass read are not adopted")
+		require.Zero(t, b.q.Len())
+		require.Zero(t, b.q.Backlog())
+	})
+}

@@ -114,6 +114,17 @@ func (q *Queue) Watch(ctx context.Context, interval time.Duration) error {
 	return nil
 }
 
+// endSync ends a Sync: once none is between its read and its adopt, the ids settled meanwhile
+// can be forgotten.
+func (q *Queue) endSync() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.syncing--
+	if q.syncing == 0 {
+		clear(q.settledInSync)
+	}
+}
+
 // fullSyncEvery: every this many Syncs one reads all the instance's rows instead of only ids
 // above the highest seen. On PostgreSQL a sequence hands out ids before commit, so a row can
 // commit after a higher id was already seen.
@@ -123,14 +134,19 @@ const fullSyncEvery = 15
 func (q *Queue) Sync(ctx context.Context) (int, error) {
 	q.mu.Lock()
 	q.syncs++
+	q.syncing++
 	after := q.maxSeen
 	if q.syncs%fullSyncEvery == 0 {
 		after = 0
 	}
 	q.mu.Unlock()
+	defer q.endSync()
 	rows, err := q.listAfter(ctx, after)
 	if err != nil {
 		return 0, fmt.Errorf("sync operation queue: %w", err)
+	}
+	if q.afterSyncRead != nil {
+		q.afterSyncRead()
 	}
 	n := q.adopt(rows)
 	q.m.restored.Add(float64(n))
