@@ -139,3 +139,42 @@ func BenchmarkQueueCommitsBesideIndex(b *testing.B) {
 	b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds())/1000, "p99-commit-ms")
 	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "queued-rows/s")
 }
+
+// BenchmarkQueueCommit is one of intake's group commits: 32 operations (the average group at
+// concurrency 64) into a queue that holds 10,000, in one transaction.
+func BenchmarkQueueCommit(b *testing.B) {
+	ctx := context.Background()
+	s := openBench(b)
+	req := make([]byte, benchRequestSize)
+	next := 0
+	group := func(n int) []store.OpQueueInsertParams {
+		params := make([]store.OpQueueInsertParams, n)
+		for i := range params {
+			params[i] = store.OpQueueInsertParams{
+				OpID: fmt.Sprintf("op-%d", next), Suffix: fmt.Sprintf("s-%d", next), Type: "create",
+				Request: req, InstanceID: "bench", Lifespan: time.Hour,
+			}
+			next++
+		}
+		return params
+	}
+	commit := func(params []store.OpQueueInsertParams) {
+		err := s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+			ids, err := tx.OpQueueUpsertMany(ctx, params)
+			if err == nil && len(ids) != len(params) {
+				err = fmt.Errorf("%d ids for %d operations", len(ids), len(params))
+			}
+			return err
+		})
+		require.NoError(b, err)
+	}
+	for range 10_000 / 1_000 {
+		commit(group(1_000))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		commit(group(32))
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/32, "us/operation")
+}
