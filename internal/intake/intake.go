@@ -153,7 +153,14 @@ func (s *Service) accept(ctx context.Context, op *sidetree.Operation, st *sidetr
 		s.m.rejected.WithLabelValues(string(sidetree.CodeOf(err))).Inc()
 		return nil, err
 	}
-	if err := st.CheckLimits(s.cfg.Profile, op); err != nil {
+	var resp []byte // a create's response; nil otherwise
+	var err error
+	if op.Type == sidetree.OperationCreate {
+		resp, err = sidetree.CreateResponse(s.cfg.Profile, op)
+	} else {
+		err = st.CheckLimits(s.cfg.Profile, op)
+	}
+	if err != nil {
 		s.m.rejected.WithLabelValues(string(sidetree.CodeOf(err))).Inc()
 		return nil, err
 	}
@@ -163,8 +170,5 @@ func (s *Service) accept(ctx context.Context, op *sidetree.Operation, st *sidetr
 		}
 		return nil, fmt.Errorf("%w: %w", ErrRetryLater, err)
 	}
-	if op.Type == sidetree.OperationCreate {
-		return sidetree.RenderCreateResponse(s.cfg.Profile, op), nil
-	}
-	return nil, nil
+	return resp, nil
 }

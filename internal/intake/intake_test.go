@@ -67,7 +67,7 @@ type testBundle struct {
 	wallet  *wallet.Wallet
 }
 
-func setup(t *testing.T) *testBundle {
+func setup(t testing.TB) *testBundle {
 	t.Helper()
 	b := &testBundle{ledger: &ledger{ops: map[string][]sidetree.AnchoredOperation{}}, queue: &queue{}, pending: NewPending(0), wallet: wallet.New(wallet.Config{})}
 	svc, err := New(Config{Profile: sidetree.DefaultProfile()}, b.queue, b.ledger.state, b.pending)

@@ -3,6 +3,8 @@ package sidetree
 import (
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/binary"
+	"sync"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 	"github.com/decred/dcrd/dcrec/secp256k1/v4/ecdsa"
@@ -102,6 +104,18 @@ func (k *signingKey) commitment() string { return commitmentOfCanonical(k.canoni
 // a high S is accepted (the reference implementation's jose library accepts it and the DIF
 // deactivate vector has one).
 func (k *signingKey) verify(signingInput string, sig []byte) *Error {
+	id := verifiedID(k, signingInput, sig)
+	if verified.has(id) {
+		return nil
+	}
+	if err := k.verifyUncached(signingInput, sig); err != nil {
+		return err
+	}
+	verified.add(id)
+	return nil
+}
+
+func (k *signingKey) verifyUncached(signingInput string, sig []byte) *Error {
 	x, errX := decodeBase64URL(k.x)
 	if errX != nil || len(x) != 32 {
 		return Errorf(CodeInvalidKey, "key x is not 32 bytes of base64url")
@@ -139,6 +153,57 @@ func (k *signingKey) verify(signingInput string, sig []byte) *Error {
 		return Errorf(CodeInvalidSignature, "ES256K signature does not verify with the revealed key")
 	}
 	return nil
+}
+
+// verified remembers signatures that verified. Resolution verifies every signed operation of a
+// DID each time the DID's history changes (and intake verifies each new operation once more
+// before that), so without it a DID's n-th operation costs n verifications; with it, one. An
+// ES256K verification is ~100,000 times the cost of the lookup. Only successes are kept, under a
+// hash of everything the verification depends on, so a hit answers exactly what a verification
+// would.
+var verified = verifiedSet{m: make(map[[sha256.Size]byte]struct{})}
+
+// verifiedSetSize bounds the set (about 64 bytes an entry): a DID whose signatures were evicted
+// is merely verified again.
+const verifiedSetSize = 1 << 17
+
+type verifiedSet struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte]struct{}
+}
+
+func (s *verifiedSet) has(id [sha256.Size]byte) bool {
+	s.mu.Lock()
+	_, ok := s.m[id]
+	s.mu.Unlock()
+	return ok
+}
+
+func (s *verifiedSet) add(id [sha256.Size]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.m) >= verifiedSetSize {
+		for k := range s.m { // evict an arbitrary entry: bounded memory, no bookkeeping
+			delete(s.m, k)
+			break
+		}
+	}
+	s.m[id] = struct{}{}
+}
+
+// verifiedID hashes the key, the signing input and the signature, each length-prefixed so that no
+// two different triples share an encoding.
+func verifiedID(k *signingKey, signingInput string, sig []byte) [sha256.Size]byte {
+	h := sha256.New()
+	var n [4]byte
+	for _, part := range [][]byte{[]byte(k.alg), []byte(k.x), []byte(k.y), []byte(signingInput), sig} {
+		binary.BigEndian.PutUint32(n[:], uint32(len(part)))
+		h.Write(n[:])
+		h.Write(part)
+	}
+	var id [sha256.Size]byte
+	h.Sum(id[:0])
+	return id
 }
 
 func contains(list []string, s string) bool {

@@ -473,3 +473,36 @@ func TestRejectionsEchoAShortPrefix(t *testing.T) {
 		require.NotContains(t, se.Message, strings.Repeat("x", 33), name)
 	}
 }
+
+// TestRememberedSignaturesStillRejectTampering parses a valid update (its signature is then
+// remembered as verified) and then copies of it with one bit of the signature, of the signed
+// payload, or of the revealed key changed: each is verified afresh and refused.
+func TestRememberedSignaturesStillRejectTampering(t *testing.T) {
+	t.Parallel()
+	p := sidetree.DefaultProfile()
+	body := difOperation(t, "update")
+	for range 2 { // the second parse is answered from memory
+		_, err := sidetree.ParseOperation(body, p)
+		require.NoError(t, err)
+	}
+	for part := range 3 { // header, payload, signature
+		r := decodeRequest(t, body)
+		parts := splitJWS(t, r["signedData"].(string))
+		raw, err := b64.DecodeString(parts[part])
+		require.NoError(t, err)
+		raw[len(raw)/2] ^= 1
+		jwsWith(t, r, part, b64.EncodeToString(raw))
+		_, err = sidetree.ParseOperation(r.bytes(t), p)
+		require.Error(t, err, "JWS part %d changed", part)
+	}
+	other, err := wallet.GenerateKey(sidetree.ES256K, nil)
+	require.NoError(t, err)
+	r := decodeRequest(t, body)
+	r.resign(t, other, nil)
+	_, err = sidetree.ParseOperation(r.bytes(t), p)
+	var se *sidetree.Error
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, sidetree.CodeInvalidSignature, se.Code)
+	_, err = sidetree.ParseOperation(body, p)
+	require.NoError(t, err, "the valid original still parses")
+}

@@ -115,10 +115,12 @@ func (s *State) CheckLimits(p Profile, op *Operation) error {
 			return Errorf(CodeTooManyOperations, "DID %s has %d operations, the most one DID may have; only a deactivate is accepted", op.Suffix, s.Operations)
 		}
 	}
+	if op.Type == OperationCreate {
+		_, err := CreateResponse(p, op)
+		return err
+	}
 	next := &State{Suffix: op.Suffix, Published: true}
 	switch op.Type {
-	case OperationCreate:
-		next = InitialState(op)
 	case OperationUpdate:
 		next.RecoveryCommitment, next.Document = s.RecoveryCommitment, s.Document
 		if op.Delta != nil {
@@ -132,9 +134,23 @@ func (s *State) CheckLimits(p Profile, op *Operation) error {
 			next.Document = applyPatches(Document{}, op.Delta.Patches)
 		}
 	}
-	size := len(renderDocument(&DID{Method: p.method(), Suffix: op.Suffix}, next, Metadata{}))
-	if limit := p.maxDocumentBytes(); size > limit {
-		return Errorf(CodeDocumentTooLarge, "the DID document would be %d bytes, more than the limit of %d", size, limit)
+	return checkDocumentSize(p, renderDocument(&DID{Method: p.method(), Suffix: op.Suffix}, next, Metadata{}))
+}
+
+// CreateResponse is CheckLimits of a create that also returns the create's response body
+// (RenderCreateResponse): the document the limit measures is that response, so intake renders it
+// once instead of twice.
+func CreateResponse(p Profile, create *Operation) ([]byte, error) {
+	body := RenderCreateResponse(p, create)
+	if err := checkDocumentSize(p, body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+func checkDocumentSize(p Profile, doc []byte) error {
+	if limit := p.maxDocumentBytes(); len(doc) > limit {
+		return Errorf(CodeDocumentTooLarge, "the DID document would be %d bytes, more than the limit of %d", len(doc), limit)
 	}
 	return nil
 }
