@@ -284,8 +284,8 @@ func TestWitnessedAnchorsOfAClusterCompleteOnce(t *testing.T) {
 
 // TestWitnessFigures measures accept→resolvable at the origin at 1,000 creates/s for 20 s
 // with the local backend, with one witness (OutOf(1,system)), with two (every system witness)
-// and with one witness that logs each credential before it signs it, interleaved twice in one
-// sitting. It is a measurement, not a check: run it with
+// and with one witness that logs each credential before it signs it (checkpoints every second,
+// the default, and every 200 ms), interleaved twice in one sitting. It is a measurement, not a check: run it with
 // ANCHORD_TEST_WITNESS_FIGURES=1 (without -race), alone on the machine.
 func TestWitnessFigures(t *testing.T) { //nolint:paralleltest // a measurement needs the machine to itself
 	if os.Getenv("ANCHORD_TEST_WITNESS_FIGURES") != "1" {
@@ -294,6 +294,7 @@ func TestWitnessFigures(t *testing.T) { //nolint:paralleltest // a measurement n
 	b := startDomain(t, "B")
 	c := startDomain(t, "C")
 	logged := startDomain(t, "L", "--witness-log")
+	quick := startDomain(t, "Q", "--witness-log", "--witness-log-checkpoint-interval", "200ms")
 	setups := []struct {
 		name   string
 		policy string
@@ -303,6 +304,7 @@ func TestWitnessFigures(t *testing.T) { //nolint:paralleltest // a measurement n
 		{"one witness", "OutOf(1,system)", []*relayDomain{b}},
 		{"two witnesses", "MinPercent(100,system)", []*relayDomain{b, c}},
 		{"one witness with a log", "OutOf(1,system) LogRequired", []*relayDomain{logged}},
+		{"one witness with a log, checkpoints every 200 ms", "OutOf(1,system) LogRequired", []*relayDomain{quick}},
 	}
 	for round := 1; round <= 2; round++ {
 		for _, s := range setups {

@@ -32,6 +32,7 @@ import (
 	"github.com/anchord/anchord/internal/submitter"
 	"github.com/anchord/anchord/internal/taskmgr"
 	"github.com/anchord/anchord/internal/witness"
+	"github.com/anchord/anchord/internal/witnesslog"
 )
 
 // Defaults of the parameters that belong to no component: where anchord listens and keeps its
@@ -232,6 +233,9 @@ type WitnessLogConfig struct {
 	// MonitoringInterval is the interval of the log consistency monitor, which checks the logs
 	// of the domains we follow and of our witnesses.
 	MonitoringInterval time.Duration
+	// CheckpointInterval is how often the log signs and publishes a checkpoint: a witness
+	// answers once one covers its entry, so under LogRequired it bounds how soon a proof counts.
+	CheckpointInterval time.Duration
 }
 
 // ExternalEndpointURL is --external-endpoint, or http://<host-url> when it is empty (a host-url
@@ -347,7 +351,7 @@ func Default() Config {
 
 			ProofMonitorInterval: witness.LogProofIntervalDefault,
 		},
-		WitnessLog: WitnessLogConfig{MonitoringInterval: logmonitor.IntervalDefault},
+		WitnessLog: WitnessLogConfig{MonitoringInterval: logmonitor.IntervalDefault, CheckpointInterval: witnesslog.CheckpointIntervalDefault},
 	}
 }
 

@@ -122,6 +122,9 @@ func TestLoadErrorsNameTheParameter(t *testing.T) {
 		{"log database unnamed", []string{"--witness-log", "--witness-log-mariadb-url", "mysql://root@db/"}, nil, "--witness-log-mariadb-url"},
 		{"cluster log in files", []string{"--witness-log", "--database-url", "postgres://db/x", "--mq-url", "amqp://mq/"}, nil, "--witness-log"},
 		{"log monitor never runs", []string{"--witness-log-monitoring-interval", "0s"}, nil, "--witness-log-monitoring-interval"},
+		{"checkpoints too often", []string{"--witness-log", "--witness-log-checkpoint-interval", "50ms"}, nil, "--witness-log-checkpoint-interval"},
+		{"checkpoints too often for MariaDB", []string{"--witness-log", "--witness-log-mariadb-url", "mysql://root@127.0.0.1:3306/log",
+			"--witness-log-checkpoint-interval", "500ms"}, nil, "at least 1s"},
 		{"proof monitor never runs", []string{"--vct-monitoring-interval", "0s"}, nil, "--vct-monitoring-interval"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -96,6 +96,7 @@ func (c *Config) params() []param.Param {
 		param.Int(&c.CASCIDVersion, "cas-cid-version", "CID version of stored batch files: 0 (Qm…, ipfs add's default) or 1"),
 		param.Bool(&c.WitnessLog.Enabled, "witness-log", "keep a witness log: append every anchor credential this domain witnesses to a tlog-tiles log served under /log/ and advertised in WebFinger").Also("vct-enabled").Env("VCT_ENABLED"),
 		param.Secret(&c.WitnessLog.MariaDBURL, "witness-log-mariadb-url", "MariaDB database of the witness log (mysql://user:password@host:port/database), shared by every instance; required in a cluster, empty keeps the log in files under <data-dir>/log"),
+		param.Duration(&c.WitnessLog.CheckpointInterval, "witness-log-checkpoint-interval", "how often the witness log signs and publishes a checkpoint (at least 100ms; 1s with MariaDB); a witness answers an Offer once a checkpoint covers the credential"),
 		param.Duration(&c.WitnessLog.MonitoringInterval, "witness-log-monitoring-interval", "interval of the log consistency monitor, which checks the logs of followed domains and of witnesses").Also("vct-log-monitoring-interval").Env("VCT_LOG_MONITORING_INTERVAL"),
 		param.String(&c.AllowedOrigins, "allowed-origins", "anchorOrigin values a create or recover may declare, comma-separated; * allows any; empty: only this domain (its external endpoint, actor IRI or did:web)").Env("ALLOWED_ORIGINS"),
 	}

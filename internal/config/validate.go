@@ -271,6 +271,15 @@ func (c *Config) validateWitnessLog() error {
 	if w.MonitoringInterval <= 0 {
 		return &ParamError{Param: "witness-log-monitoring-interval", Value: w.MonitoringInterval.String(), Err: fmt.Errorf("must be positive")}
 	}
+	// tessera publishes checkpoints no more often than this; its MySQL storage not more often
+	// than once a second.
+	least := 100 * time.Millisecond
+	if w.MariaDBURL != "" {
+		least = time.Second
+	}
+	if w.CheckpointInterval < least {
+		return &ParamError{Param: "witness-log-checkpoint-interval", Value: w.CheckpointInterval.String(), Err: fmt.Errorf("must be at least %s", least)}
+	}
 	return nil
 }
 

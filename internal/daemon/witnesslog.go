@@ -41,7 +41,7 @@ func (c *core) openWitnessLog(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("--external-endpoint: %w", err)
 	}
-	cfg := witnesslog.Config{Origin: origin, Key: key, Logger: c.log("witnesslog"), Registerer: c.reg}
+	cfg := witnesslog.Config{Origin: origin, Key: key, CheckpointInterval: c.cfg.WitnessLog.CheckpointInterval, Logger: c.log("witnesslog"), Registerer: c.reg}
 	var l *witnesslog.Log
 	if dbURL := c.cfg.WitnessLog.MariaDBURL; dbURL != "" {
 		if l, err = witnesslog.OpenMariaDB(ctx, cfg, dbURL); err != nil {
