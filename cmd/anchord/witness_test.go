@@ -138,27 +138,16 @@ func TestWitnessedAnchorsResolveEverywhere(t *testing.T) {
 	}
 }
 
-// witnessMetric reads a counter of d: one series when it names labels, else the family's sum.
+// witnessMetric reads a counter of d: one series when it names labels (0 while it does not
+// exist yet), else the family's sum.
 func witnessMetric(t *testing.T, d *relayDomain, series string) float64 {
 	t.Helper()
 	name, _, labelled := strings.Cut(series, "{")
 	if !labelled {
 		return d.api.metricTotal(t, name)
 	}
-	resp, err := d.api.http.Get(d.api.base + "/metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, series+" "); ok {
-			var v float64
-			_, err := fmt.Sscanf(rest, "%g", &v)
-			require.NoError(t, err)
-			return v
-		}
-	}
-	return 0
+	v, _ := scrape(t, d, series)
+	return v
 }
 
 // publishedAt counts the load's DIDs that resolve at d as published.

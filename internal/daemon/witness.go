@@ -85,9 +85,7 @@ func (c *core) witnessBackend(ctx context.Context, svc *federation.Service, give
 			c.obs.Notify()
 		}
 	}
-	w, err := witness.New(cfg, c.st, svc.PostTx, func(actor string) (vc.ResolveKeyFunc, error) {
-		return keys(actor)
-	}, witness.RequeueFunc(requeue), wakeObserver)
+	w, err := witness.New(cfg, c.st, svc.PostTx, keys, witness.RequeueFunc(requeue), wakeObserver)
 	if err != nil {
 		return nil, err
 	}
