@@ -109,6 +109,11 @@ type Queue struct {
 	// afterSyncRead, tests only, runs between a Sync's read and its adopt.
 	afterSyncRead func()
 	notify        chan struct{}
+	// The batch writer asks for Status at every commit; these two let it answer without walking
+	// pending while no operation is backing off. They are bounds kept as pending changes:
+	// lastAvailable is the latest AvailableAt in pending, oldestEnqueued the earliest EnqueuedAt.
+	lastAvailable  time.Time
+	oldestEnqueued time.Time
 }
 
 // New builds the queue of an embedded instance over st. Call Load before serving, and run Run.
@@ -194,6 +199,7 @@ func (q *Queue) adopt(ops []*Op) int {
 			ordered = false
 		}
 		q.pending = append(q.pending, op)
+		q.summarise(op)
 		q.maxSeen = max(q.maxSeen, op.ID)
 		n++
 	}
@@ -254,6 +260,12 @@ type Status struct {
 func (q *Queue) Status(now time.Time) Status {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if len(q.pending) == 0 {
+		return Status{}
+	}
+	if !now.Before(q.lastAvailable) {
+		return Status{Available: len(q.pending), Oldest: q.oldestEnqueued}
+	}
 	var s Status
 	for _, op := range q.pending {
 		if op.AvailableAt.After(now) {
@@ -319,9 +331,11 @@ func (q *Queue) Remove(n int) *Batch {
 		take[k] = true
 	}
 	rest := q.pending[:0]
+	q.lastAvailable, q.oldestEnqueued = time.Time{}, time.Time{}
 	for i, op := range q.pending {
 		if !take[i] {
 			rest = append(rest, op)
+			q.summarise(op)
 		}
 	}
 	clear(q.pending[len(rest):])
@@ -339,6 +353,9 @@ func (q *Queue) putBack(ops []*Op) {
 	}
 	q.mu.Lock()
 	q.pending = append(q.pending, ops...)
+	for _, op := range ops {
+		q.summarise(op)
+	}
 	sort.SliceStable(q.pending, func(i, j int) bool { return q.pending[i].ID < q.pending[j].ID })
 	for _, op := range ops {
 		delete(q.inBatch, op.ID)
@@ -358,7 +375,18 @@ func (q *Queue) Drain() []*Op {
 	}
 	clear(q.pending)
 	q.pending = q.pending[:0]
+	q.lastAvailable, q.oldestEnqueued = time.Time{}, time.Time{}
 	return out
+}
+
+// summarise widens Status's bounds to cover op, just added to pending. Callers hold mu.
+func (q *Queue) summarise(op *Op) {
+	if op.AvailableAt.After(q.lastAvailable) {
+		q.lastAvailable = op.AvailableAt
+	}
+	if q.oldestEnqueued.IsZero() || op.EnqueuedAt.Before(q.oldestEnqueued) {
+		q.oldestEnqueued = op.EnqueuedAt
+	}
 }
 
 // InstanceID returns the owner of the queue's rows.
