@@ -106,6 +106,8 @@ type Config struct {
 	IPFSURL string
 	// SQLiteSynchronous is the embedded store's durability level: full or normal.
 	SQLiteSynchronous string
+	// SQLiteMmapSize bounds the bytes of the embedded database read through a memory map.
+	SQLiteMmapSize int64
 	// MQ* configure RabbitMQ in cluster mode (Orb's names where Orb has the parameter).
 	MQPrefix                   string
 	MQQueueType                string
@@ -307,6 +309,7 @@ func Default() Config {
 		CASCIDVersion:              int(cas.CIDv0),
 		CASType:                    CASTypeDefault,
 		SQLiteSynchronous:          sqlitestore.SynchronousDefault,
+		SQLiteMmapSize:             sqlitestore.MmapSizeDefault,
 		MQPrefix:                   amqppubsub.PrefixDefault,
 		MQQueueType:                string(amqppubsub.QueueTypeDefault),
 		MQPublisherChannelPoolSize: amqppubsub.PublisherChannelPoolSizeDefault,

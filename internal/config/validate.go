@@ -164,6 +164,9 @@ func (c *Config) Validate() error {
 		return &ParamError{Param: "op-queue-task-expiration", Value: c.OpQueueTaskExpiration.String(),
 			Err: fmt.Errorf("must exceed --op-queue-task-monitor-interval (%s), or live instances are taken over", c.OpQueueTaskMonitorInterval)}
 	}
+	if c.SQLiteMmapSize < 0 {
+		return &ParamError{Param: "sqlite-mmap-size", Value: fmt.Sprint(c.SQLiteMmapSize), Err: fmt.Errorf("must not be negative")}
+	}
 	if c.SQLiteSynchronous != "full" && c.SQLiteSynchronous != "normal" {
 		return &ParamError{Param: "sqlite-synchronous", Value: c.SQLiteSynchronous, Err: fmt.Errorf("must be full or normal")}
 	}

@@ -113,7 +113,7 @@ func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *sl
 func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, reg prometheus.Registerer) (store.Store, error) {
 	log := logger.With("component", "store")
 	if cfg.DatabaseURL == "" {
-		s, err := sqlitestore.Open(ctx, sqlitestore.Config{DataDir: cfg.DataDir, Synchronous: cfg.SQLiteSynchronous, Logger: log, Registerer: reg})
+		s, err := sqlitestore.Open(ctx, sqlitestore.Config{DataDir: cfg.DataDir, Synchronous: cfg.SQLiteSynchronous, MmapSize: mmapSize(cfg.SQLiteMmapSize), Logger: log, Registerer: reg})
 		if err != nil {
 			return nil, fmt.Errorf("--data-dir %s: %w", cfg.DataDir, err)
 		}
@@ -182,4 +182,12 @@ func logConfig(logger *slog.Logger, cfg config.Config) {
 	for _, g := range cfg.LogGroups() {
 		logger.LogAttrs(context.Background(), slog.LevelInfo, "configuration", g...)
 	}
+}
+
+// mmapSize maps the parameter (0: no map) onto the store's setting (0: its default, negative: none).
+func mmapSize(param int64) int64 {
+	if param == 0 {
+		return -1
+	}
+	return param
 }

@@ -25,10 +25,10 @@ func TestIndexByAnchorKeepsIndexedOperations(t *testing.T) {
 	require.Positive(t, i, "migration 20 exists")
 
 	path := filepath.Join(t.TempDir(), FileName)
-	writer, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault))
+	writer, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault, MmapSizeDefault))
 	require.NoError(t, err)
 	writer.SetMaxOpenConns(1)
-	reader, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault))
+	reader, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault, MmapSizeDefault))
 	require.NoError(t, err)
 	s := &Store{writer: writer, reader: reader, path: path, logger: slog.New(slog.DiscardHandler)}
 	s.executor = executor{w: writer, r: reader}

@@ -21,6 +21,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,6 +43,11 @@ const MaxReadersDefault = 8
 // killed process. Group commit upstream keeps the fsync rate low.
 const SynchronousDefault = "full"
 
+// MmapSizeDefault is how much of the database file connections read through a memory map (1 GiB).
+// Mapped pages count in the process's resident size as file pages the kernel can drop, not as
+// anonymous memory.
+const MmapSizeDefault = 1 << 30
+
 // Config configures Open.
 type Config struct {
 	// DataDir is created if missing; the database is DataDir/anchord.db.
@@ -53,7 +59,10 @@ type Config struct {
 	// checkpoints, so a committed transaction survives a killed process but the last ones may
 	// be lost on power loss or an OS crash.
 	Synchronous string
-	Logger      *slog.Logger
+	// MmapSize bounds the bytes of the database file read through a memory map; beyond it
+	// pages are read with pread into the page cache. Zero means MmapSizeDefault, negative off.
+	MmapSize int64
+	Logger   *slog.Logger
 	// Registerer receives the connection-pool metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 }
@@ -99,7 +108,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("open sqlite store: synchronous must be full or normal, not %q", sync)
 	}
-	writer, err := sql.Open("sqlite", dsn(path, false, sync))
+	mmap := cfg.MmapSize
+	switch {
+	case mmap == 0:
+		mmap = MmapSizeDefault
+	case mmap < 0:
+		mmap = 0
+	}
+	writer, err := sql.Open("sqlite", dsn(path, false, sync, mmap))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
@@ -109,7 +125,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0)
 
-	reader, err := sql.Open("sqlite", dsn(path, true, sync))
+	reader, err := sql.Open("sqlite", dsn(path, true, sync, mmap))
 	if err != nil {
 		_ = writer.Close()
 		return nil, fmt.Errorf("open sqlite store: %w", err)
@@ -159,7 +175,7 @@ func createPrivate(path string) error {
 	return nil
 }
 
-func dsn(path string, readOnly bool, synchronous string) string {
+func dsn(path string, readOnly bool, synchronous string, mmapSize int64) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -167,7 +183,7 @@ func dsn(path string, readOnly bool, synchronous string) string {
 	q.Add("_pragma", "foreign_keys(ON)")
 	// Reads through a memory map instead of one pread per page, and a 64 MiB page cache per
 	// reader: the profile under load was dominated by page-read syscalls.
-	q.Add("_pragma", "mmap_size(1073741824)")
+	q.Add("_pragma", "mmap_size("+strconv.FormatInt(mmapSize, 10)+")")
 	// The writer's cache is smaller. When a b-tree split swaps two new pages, SQLite parks one
 	// under a page number past the end of the file, and the commit that follows then walks the
 	// writer's whole page cache to drop it: with 64 MiB (16,384 pages) that walk was 6-7 % of the

@@ -1,0 +1,41 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestMmapSizeReachesEveryConnection: the memory map's bound is what bounds the file pages in
+// the process's resident size, so the writer and every reader must have it.
+func TestMmapSizeReachesEveryConnection(t *testing.T) {
+	t.Parallel()
+	mmapOf := func(db *sql.DB) int64 {
+		var n int64
+		require.NoError(t, db.QueryRow("PRAGMA mmap_size").Scan(&n))
+		return n
+	}
+	for _, tc := range []struct {
+		set, want int64
+	}{{0, MmapSizeDefault}, {1 << 20, 1 << 20}, {-1, 0}} {
+		s, err := Open(context.Background(), Config{DataDir: t.TempDir(), MmapSize: tc.set})
+		require.NoError(t, err)
+		require.Equal(t, tc.want, mmapOf(s.writer), "writer, MmapSize %d", tc.set)
+		// Hold every reader at once, so that each one's setting is read, not one pooled twice.
+		var conns []*sql.Conn
+		for range MaxReadersDefault {
+			c, err := s.reader.Conn(context.Background())
+			require.NoError(t, err)
+			conns = append(conns, c)
+			var n int64
+			require.NoError(t, c.QueryRowContext(context.Background(), "PRAGMA mmap_size").Scan(&n))
+			require.Equal(t, tc.want, n, "reader, MmapSize %d", tc.set)
+		}
+		for _, c := range conns {
+			require.NoError(t, c.Close())
+		}
+		s.Close()
+	}
+}
