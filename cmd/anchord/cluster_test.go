@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
@@ -131,12 +132,12 @@ func readAccepted(t *testing.T, path string) map[opKey]int {
 //
 // Under -race the load is scaled down to what the instrumented binaries sustain on two cores;
 // ANCHORD_TEST_CLUSTER_FULL=1 runs the 2,000 operations/s for 2 minutes with a kill every
-// 10 s (use it without -race).
+// 10 s (use it without -race); ANCHORD_TEST_CLUSTER_RATE then sets another rate.
 func TestClusterSurvivesKillsUnderLoad(t *testing.T) {
 	t.Parallel()
 	rate, duration, every := "80", 24*time.Second, 4*time.Second
 	if os.Getenv("ANCHORD_TEST_CLUSTER_FULL") == "1" {
-		rate, duration, every = "2000", 2*time.Minute, 10*time.Second
+		rate, duration, every = cmp.Or(os.Getenv("ANCHORD_TEST_CLUSTER_RATE"), "2000"), 2*time.Minute, 10*time.Second
 	}
 	c := startCluster(t, 3)
 	accepted := filepath.Join(t.TempDir(), "accepted.txt")
