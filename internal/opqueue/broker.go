@@ -3,7 +3,6 @@ package opqueue
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -131,8 +130,8 @@ func (b *Broker) handle(ctx context.Context, msg *pubsub.Message) error {
 	if err := failpoint.Err(failpoint.OpQueueConsumeFail); err != nil {
 		return err
 	}
-	var e envelope
-	if err := json.Unmarshal(msg.Body, &e); err != nil || len(e.Ops) == 0 {
+	e, err := decodeEnvelope(msg.Body)
+	if err != nil || len(e.Ops) == 0 {
 		return pubsub.Permanent(fmt.Errorf("malformed operation message %s", msg.ID))
 	}
 	ops := make([]NewOp, len(e.Ops))
