@@ -10,10 +10,11 @@ import (
 
 // Bounds of a carry: an operation's parse is kept from its publish until its message comes back
 // to this instance's consumer, normally milliseconds later. One taken by another instance is
-// never claimed here; generations of at most carryKeep or carryMax entries let it go.
+// never claimed here; generations of at most carryKeep or carryMax entries let it go. A parsed
+// create holds about 2 KiB besides its request, so two full generations stay in the tens of MiB.
 const (
 	carryKeep = 2 * time.Second
-	carryMax  = 1 << 14
+	carryMax  = 1 << 13
 )
 
 // carry keeps the operations intake parsed and validated between their publish and their
