@@ -62,7 +62,9 @@ func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := intake.New(intake.Config{Profile: c.profile, AllowedOrigins: c.allowedOrigins(), Logger: c.log("intake"), Registerer: c.reg}, p.intake, resolver.StateVersion, p.reservations)
+	in, err := intake.New(intake.Config{
+		Profile: c.profile, AllowedOrigins: c.allowedOrigins(), CreateStateFunc: resolver.CreateStateVersion, Logger: c.log("intake"), Registerer: c.reg,
+	}, p.intake, resolver.StateVersion, p.reservations)
 	if err != nil {
 		return nil, err
 	}

@@ -46,8 +46,12 @@ type Config struct {
 	// exactly, as Orb's --allowed-origins does; AllowAllOrigins accepts any. A request that
 	// declares none is always accepted. Empty: no declared origin is accepted.
 	AllowedOrigins []string
-	Logger         *slog.Logger
-	Registerer     prometheus.Registerer
+	// CreateStateFunc, if set, answers the state read of a create in place of the StateFunc.
+	// It MUST answer exactly what the StateFunc would (observer.Resolver.CreateStateVersion
+	// only reads less).
+	CreateStateFunc StateFunc
+	Logger          *slog.Logger
+	Registerer      prometheus.Registerer
 }
 
 // Reservations hold each DID for its one pending operation: *Pending in memory (embedded, one
@@ -101,7 +105,11 @@ func (s *Service) Submit(ctx context.Context, body []byte) ([]byte, error) {
 		s.m.rejected.WithLabelValues(string(sidetree.CodeOf(err))).Inc()
 		return nil, err
 	}
-	st, version, err := s.state(ctx, op.Suffix)
+	state := s.state
+	if op.Type == sidetree.OperationCreate && s.cfg.CreateStateFunc != nil {
+		state = s.cfg.CreateStateFunc
+	}
+	st, version, err := state(ctx, op.Suffix)
 	if err != nil {
 		return nil, fmt.Errorf("%w: read DID state: %w", ErrRetryLater, err)
 	}

@@ -328,3 +328,33 @@ func mustCreateWithout(t *testing.T) []byte {
 	require.NoError(t, err)
 	return req
 }
+
+func TestCreateStateFuncAnswersCreatesOnly(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	var creates []string
+	var mu sync.Mutex
+	svc, err := New(Config{Profile: sidetree.DefaultProfile(), CreateStateFunc: func(ctx context.Context, suffix string) (*sidetree.State, uint64, error) {
+		mu.Lock()
+		creates = append(creates, suffix)
+		mu.Unlock()
+		return b.ledger.state(ctx, suffix)
+	}}, b.queue, b.ledger.state, b.pending)
+	require.NoError(t, err)
+
+	alice, create, err := b.wallet.Create()
+	require.NoError(t, err)
+	_, err = svc.Submit(ctx, create)
+	require.NoError(t, err)
+	b.ledger.anchor(t, create)
+	b.pending.Release([]string{alice.Suffix})
+	// A create of an anchored DID is refused through it as through the StateFunc.
+	_, err = svc.Submit(ctx, create)
+	require.Equal(t, sidetree.CodeDIDAlreadyExists, code(err))
+	update, err := b.wallet.Update(alice)
+	require.NoError(t, err)
+	_, err = svc.Submit(ctx, update)
+	require.NoError(t, err)
+	require.Equal(t, []string{alice.Suffix, alice.Suffix}, creates, "the update read through the StateFunc")
+}

@@ -98,6 +98,24 @@ func (o *Observer) Handoff(seq int64, ops []sidetree.AnchoredOperation) {
 	o.Notify()
 }
 
+// handoffMax bounds the anchors whose operations a cluster instance keeps for its observer
+// (keep): an anchor another instance observed is never claimed here.
+const handoffMax = 4
+
+// keep is Handoff without waking the Observer, bounded to the handoffMax latest anchors.
+func (o *Observer) keep(seq int64, ops []sidetree.AnchoredOperation) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.handoff[seq] = ops
+	for len(o.handoff) > handoffMax {
+		oldest := seq
+		for s := range o.handoff {
+			oldest = min(oldest, s)
+		}
+		delete(o.handoff, oldest)
+	}
+}
+
 // announceTimeout bounds the best-effort announcement of a completed anchor.
 const announceTimeout = 10 * time.Second
 
@@ -114,6 +132,10 @@ func (o *Observer) Anchored(a store.Anchor, ops []sidetree.AnchoredOperation) {
 		o.Handoff(a.Seq, ops)
 		return
 	}
+	// The announcement usually comes back to this instance's observer: it then has the
+	// operations at hand instead of reading the files back from CAS. It is not woken: it would
+	// race whichever observer takes the announcement.
+	o.keep(a.Seq, ops)
 	ctx, cancel := context.WithTimeout(context.Background(), announceTimeout)
 	defer cancel()
 	if err := o.cfg.Announcer.Publish(ctx, pubsub.TopicAnchor, AnchorMessage(a.Seq)); err != nil {

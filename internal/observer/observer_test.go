@@ -457,3 +457,49 @@ func TestTrustedCacheIsNeverStale(t *testing.T) {
 	close(stop)
 	readers.Wait()
 }
+
+// In a cluster the batch writer's operations wait for the announcement to come back to the
+// instance's own observer, which then indexes them without reading the files back.
+func TestClusterObserverIndexesItsOwnAnchorsFromTheWriter(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	b := setup(t, st)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	broker := mempubsub.NewBroker(pubsub.Topics...)
+	ps, err := mempubsub.New(mempubsub.Config{Broker: broker})
+	require.NoError(t, err)
+	defer ps.Close()
+	o := b.observer(t)
+	o.cfg.Announcer = ps
+	done := make(chan error, 1)
+	go func() { done <- o.Subscribe(ctx, ps, 2) }()
+
+	id, req, err := b.wallet.Create()
+	require.NoError(t, err)
+	a := b.anchorOps(t, req)
+	require.Equal(t, store.AnchorCompleted, a.Status)
+	op, err := sidetree.ParseOperation(req, sidetree.DefaultProfile())
+	require.NoError(t, err)
+	b.failCAS.Store(true) // the files are not read
+	o.Anchored(a, []sidetree.AnchoredOperation{{Type: op.Type, Suffix: op.Suffix, Request: op.Request}})
+	res := o.signal.WaitOrTimeout(t, 10*time.Second)
+	require.Equal(t, a.Seq, res.Seq)
+	rows, err := st.DIDOperationList(ctx, id.Suffix)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	o.mu.Lock()
+	require.Empty(t, o.handoff, "claimed")
+	o.mu.Unlock()
+
+	// Anchors another instance observed are never claimed here: only the latest are kept.
+	for seq := range int64(10) {
+		o.keep(a.Seq+100+seq, nil)
+	}
+	o.mu.Lock()
+	require.Len(t, o.handoff, handoffMax)
+	require.Contains(t, o.handoff, a.Seq+109)
+	o.mu.Unlock()
+	cancel()
+	require.NoError(t, <-done)
+}

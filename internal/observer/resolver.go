@@ -31,7 +31,8 @@ type Resolver struct {
 	profile sidetree.Profile
 	st      store.Executor
 
-	known *Known // nil: always read the database
+	known    *Known // nil: always read the database
+	presence *presence
 
 	mu        sync.Mutex
 	cache     map[string]cachedState
@@ -48,7 +49,7 @@ type cachedState struct {
 // NewResolver returns a Resolver. known, when not nil, lets it answer "not anchored" for a DID
 // the filter has never seen without reading the database (embedded mode only: see Known).
 func NewResolver(p sidetree.Profile, st store.Executor, known *Known) *Resolver {
-	return &Resolver{profile: p, st: st, known: known, cache: make(map[string]cachedState), max: StateCacheSizeDefault}
+	return &Resolver{profile: p, st: st, known: known, presence: &presence{st: st}, cache: make(map[string]cachedState), max: StateCacheSizeDefault}
 }
 
 // State returns the current state of the DID with the given suffix, or nil when no create of
@@ -98,6 +99,24 @@ func (r *Resolver) StateVersion(ctx context.Context, suffix string) (*sidetree.S
 	}
 	r.cache[suffix] = cachedState{fingerprint: fp, state: state}
 	return state, fp, nil
+}
+
+// CreateStateVersion is StateVersion for checking a create, and answers the same. A create is
+// nearly always of a DID the index has never seen, and for those the answer is (nil, 0): without
+// the filter of known DIDs (a cluster, where other instances index too), the concurrent creates'
+// questions "does the index hold this suffix at all?" are put to the database together, one
+// query per round, and only a suffix it holds is read in full.
+func (r *Resolver) CreateStateVersion(ctx context.Context, suffix string) (*sidetree.State, uint64, error) {
+	if r.known == nil {
+		found, err := r.presence.has(ctx, suffix)
+		if err != nil {
+			return nil, 0, fmt.Errorf("resolve %s: %w", suffix, err)
+		}
+		if !found {
+			return nil, 0, nil
+		}
+	}
+	return r.StateVersion(ctx, suffix)
 }
 
 // Invalidate forgets the cached states of suffixes. The Observer calls it both before and after

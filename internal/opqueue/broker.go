@@ -3,7 +3,6 @@ package opqueue
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,6 +47,8 @@ type Broker struct {
 	cfg BrokerConfig
 	q   *Queue
 	ps  pubsub.PubSub
+	// carry keeps what intake parsed from Add until the consumer takes the operation back.
+	carry *carry
 
 	pubCh   chan pubReq
 	stopped chan struct{} // closed when Run has returned
@@ -69,7 +70,7 @@ func NewCluster(cfg Config, bcfg BrokerConfig, st store.Store, ps pubsub.PubSub)
 	if bcfg.PoolSize < 0 || bcfg.PublishWorkers < 0 || bcfg.TaskMonitorInterval < 0 {
 		return nil, errors.New("opqueue: negative pool size, workers or interval")
 	}
-	b := &Broker{cfg: bcfg, q: q, ps: ps, pubCh: make(chan pubReq, 4*groupMaxOps), stopped: make(chan struct{})}
+	b := &Broker{cfg: bcfg, q: q, ps: ps, carry: newCarry(q.cfg.NowFunc), pubCh: make(chan pubReq, 4*groupMaxOps), stopped: make(chan struct{})}
 	q.fenced = true
 	q.dedup = true
 	q.repostFunc = b.Repost
@@ -108,7 +109,12 @@ func (b *Broker) Add(ctx context.Context, op NewOp) error {
 	if op.OpID == "" {
 		op.OpID = OpIDOf(op.Request)
 	}
-	return b.publish(ctx, message{OpID: op.OpID, Suffix: op.Suffix, Type: op.Type, Request: op.Request})
+	b.carry.put(op.OpID, op.Parsed)
+	err := b.publish(ctx, message{OpID: op.OpID, Suffix: op.Suffix, Type: op.Type, Request: op.Request})
+	if err != nil {
+		b.carry.drop(op.OpID)
+	}
+	return err
 }
 
 // Consume takes operations from the operation topic into this instance's queue until ctx is done.
@@ -124,8 +130,8 @@ func (b *Broker) handle(ctx context.Context, msg *pubsub.Message) error {
 	if err := failpoint.Err(failpoint.OpQueueConsumeFail); err != nil {
 		return err
 	}
-	var e envelope
-	if err := json.Unmarshal(msg.Body, &e); err != nil || len(e.Ops) == 0 {
+	e, err := decodeEnvelope(msg.Body)
+	if err != nil || len(e.Ops) == 0 {
 		return pubsub.Permanent(fmt.Errorf("malformed operation message %s", msg.ID))
 	}
 	ops := make([]NewOp, len(e.Ops))
@@ -133,7 +139,10 @@ func (b *Broker) handle(ctx context.Context, msg *pubsub.Message) error {
 		if m.OpID == "" || m.Suffix == "" || len(m.Request) == 0 {
 			return pubsub.Permanent(fmt.Errorf("malformed operation %d in message %s", i, msg.ID))
 		}
-		ops[i] = NewOp{OpID: m.OpID, Suffix: m.Suffix, Type: m.Type, Request: m.Request, Attempts: m.Attempts, History: m.History}
+		ops[i] = NewOp{
+			OpID: m.OpID, Suffix: m.Suffix, Type: m.Type, Request: m.Request, Attempts: m.Attempts, History: m.History,
+			Parsed: b.carry.take(m.OpID, m.Request),
+		}
 	}
 	// All or nothing for the message: if a row fails, the message is redelivered, and the rows
 	// that were committed are found again by their OpID instead of being duplicated.
