@@ -2,6 +2,7 @@ package observer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -68,34 +69,44 @@ func (p *presence) has(ctx context.Context, suffix string) (bool, error) {
 }
 
 // round queries for every waiting request, answers them, and hands the next round to the first
-// request that arrived meanwhile (or ends the turn when there is none).
+// request that arrived meanwhile (or ends the turn when there is none). The answers and the
+// hand-over are deferred: a query that panics (the HTTP server recovers it into one 500) fails
+// its round's other requests instead of leaving them, and every later one, waiting forever.
 func (p *presence) round(ctx context.Context) {
 	p.mu.Lock()
 	batch := p.next
 	p.next = nil
 	p.mu.Unlock()
 
+	var last map[string]int64
+	err := errPresencePanicked
+	defer func() {
+		for _, r := range batch {
+			_, r.found = last[r.suffix]
+			r.err = err
+			close(r.done)
+		}
+		p.mu.Lock()
+		if len(p.next) > 0 {
+			close(p.next[0].lead)
+		} else {
+			p.running = false
+		}
+		p.mu.Unlock()
+	}()
+
 	suffixes := make([]string, len(batch))
 	for i, r := range batch {
 		suffixes[i] = r.suffix
 	}
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), presenceTimeout)
-	last, err := p.st.DIDLastAnchors(qctx, suffixes)
-	cancel()
+	defer cancel()
+	last, err = p.st.DIDLastAnchors(qctx, suffixes)
 	if err != nil {
+		last = nil
 		err = fmt.Errorf("look up %d DIDs in the index: %w", len(suffixes), err)
 	}
-	for _, r := range batch {
-		_, r.found = last[r.suffix]
-		r.err = err
-		close(r.done)
-	}
-
-	p.mu.Lock()
-	if len(p.next) > 0 {
-		close(p.next[0].lead)
-	} else {
-		p.running = false
-	}
-	p.mu.Unlock()
 }
+
+// errPresencePanicked answers the requests of a round whose query panicked.
+var errPresencePanicked = errors.New("look up DIDs in the index: the query panicked")

@@ -180,3 +180,35 @@ func TestPresenceFailureFailsOnlyItsRound(t *testing.T) {
 	require.Nil(t, state)
 	require.Zero(t, version)
 }
+
+// panickyIndex panics in the first presence query, as a store bug or a driver fault might.
+type panickyIndex struct {
+	store.Executor
+	calls atomic.Int32
+}
+
+func (p *panickyIndex) DIDLastAnchors(ctx context.Context, suffixes []string) (map[string]int64, error) {
+	if p.calls.Add(1) == 1 {
+		panic("driver fault")
+	}
+	return p.Executor.DIDLastAnchors(ctx, suffixes)
+}
+
+// A round that panics (the HTTP server recovers it into one 500) must not leave presence stuck:
+// every later create would wait forever.
+func TestPresenceSurvivesAPanickingRound(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	p := &presence{st: &panickyIndex{Executor: st}}
+	ctx := context.Background()
+	func() {
+		defer func() { require.NotNil(t, recover()) }()
+		_, _ = p.has(ctx, "first")
+	}()
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.has(ctx, "later")
+		done <- err
+	}()
+	require.NoError(t, anchordtest.WaitOrTimeout(t, done, 5*time.Second))
+}
