@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -513,5 +514,69 @@ func TestClusterRecoversAKilledInstance(t *testing.T) {
 	}
 	for _, s := range accepted {
 		require.Equal(t, 1, counts[s], "%s anchored once", s)
+	}
+}
+
+// A create posted many times at once to both instances is anchored once, and once indexed the
+// same create is refused by either instance: the cluster's grouped state read of creates
+// (observer/presence.go) and its carried parses answer as the uncached path did.
+func TestClusterDuplicateCreatesAnchorOnce(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 2)
+	w := wallet.New(wallet.Config{})
+	api := []*apiClient{newClient(c.nodes[0].addr), newClient(c.nodes[1].addr)}
+	const dids, copies = 4, 8
+	ids := make([]*wallet.Identity, dids)
+	creates := make([][]byte, dids)
+	for i := range ids {
+		var err error
+		ids[i], creates[i], err = w.Create()
+		require.NoError(t, err)
+	}
+	accepted := make([]atomic.Int32, dids)
+	var wg sync.WaitGroup
+	for i := range dids * copies {
+		wg.Go(func() {
+			code, body, err := api[i%2].post(creates[i%dids])
+			if err != nil {
+				t.Errorf("create %d: %v", i, err)
+				return
+			}
+			switch code {
+			case http.StatusOK:
+				accepted[i%dids].Add(1)
+			case http.StatusBadRequest:
+				if !strings.Contains(string(body), "queueing_multiple_operations_per_did_not_allowed") {
+					t.Errorf("create %d: %s", i, body)
+				}
+			default:
+				t.Errorf("create %d: %d %s", i, code, body)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range accepted {
+		require.GreaterOrEqual(t, accepted[i].Load(), int32(1), "DID %d", i)
+	}
+	for _, id := range ids {
+		anchordtest.Eventually(t, time.Minute, 50*time.Millisecond, func() bool {
+			code, body, err := api[0].resolve(id.DID())
+			return err == nil && code == http.StatusOK && strings.Contains(string(body), `"published":true`)
+		}, "the create is published")
+	}
+	for i, create := range creates {
+		for _, cl := range api {
+			code, body, err := cl.post(create)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusBadRequest, code, "DID %d: %s", i, body)
+			require.Contains(t, string(body), string(sidetree.CodeDIDAlreadyExists))
+		}
+	}
+	anchored := make(map[string]int)
+	for _, op := range api[0].anchoredOperations(t, sidetree.DefaultProfile()) {
+		anchored[op.Suffix]++
+	}
+	for i, id := range ids {
+		require.Equal(t, 1, anchored[id.Suffix], "DID %d anchored once", i)
 	}
 }
