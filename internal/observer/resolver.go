@@ -30,6 +30,9 @@ const StateCacheSizeDefault = 100_000
 type Resolver struct {
 	profile sidetree.Profile
 	st      store.Executor
+	// ops keeps parsed operations between resolutions: a DID resolved again after a change
+	// parses only its new operations.
+	ops *sidetree.OperationCache
 
 	known *Known // nil: always read the database
 
@@ -48,7 +51,10 @@ type cachedState struct {
 // NewResolver returns a Resolver. known, when not nil, lets it answer "not anchored" for a DID
 // the filter has never seen without reading the database (embedded mode only: see Known).
 func NewResolver(p sidetree.Profile, st store.Executor, known *Known) *Resolver {
-	return &Resolver{profile: p, st: st, known: known, cache: make(map[string]cachedState), max: StateCacheSizeDefault}
+	return &Resolver{
+		profile: p, st: st, ops: sidetree.NewOperationCache(p, sidetree.OperationCacheBytesDefault), known: known,
+		cache: make(map[string]cachedState), max: StateCacheSizeDefault,
+	}
 }
 
 // State returns the current state of the DID with the given suffix, or nil when no create of
@@ -82,7 +88,7 @@ func (r *Resolver) StateVersion(ctx context.Context, suffix string) (*sidetree.S
 	if ok && c.fingerprint == fp {
 		return c.state, fp, nil
 	}
-	state := sidetree.Resolve(r.profile, suffix, anchoredOps(rows))
+	state := r.ops.Resolve(suffix, anchoredOps(rows))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.exclusive && r.epoch != epoch {
