@@ -11,7 +11,8 @@ import (
 	"github.com/anchord/anchord/internal/store"
 )
 
-// StateCacheSizeDefault bounds the resolver's state cache (entries, one per DID).
+// StateCacheSizeDefault bounds the resolver's state cache (entries, one per DID, about 1 KiB
+// each for a DID with one key and one service).
 const StateCacheSizeDefault = 100_000
 
 // Resolver resolves DIDs from the per-DID index.
@@ -46,14 +47,22 @@ type Resolver struct {
 type cachedState struct {
 	fingerprint uint64
 	state       *sidetree.State
+	// body and status are state's resolution result in short form, once a Resolve rendered it
+	// (nil before): a state never changes once cached, so neither does its rendering.
+	body   []byte
+	status sidetree.ResolutionStatus
 }
 
 // NewResolver returns a Resolver. known, when not nil, lets it answer "not anchored" for a DID
 // the filter has never seen without reading the database (embedded mode only: see Known).
-func NewResolver(p sidetree.Profile, st store.Executor, known *Known) *Resolver {
+// stateCacheSize bounds the states it keeps (StateCacheSizeDefault when not positive).
+func NewResolver(p sidetree.Profile, st store.Executor, known *Known, stateCacheSize int) *Resolver {
+	if stateCacheSize <= 0 {
+		stateCacheSize = StateCacheSizeDefault
+	}
 	return &Resolver{
 		profile: p, st: st, ops: sidetree.NewOperationCache(p, sidetree.OperationCacheBytesDefault), known: known,
-		cache: make(map[string]cachedState), max: StateCacheSizeDefault,
+		cache: make(map[string]cachedState), max: stateCacheSize,
 	}
 }
 
@@ -141,7 +150,7 @@ func fingerprint(rows []store.DIDOperation) uint64 {
 }
 
 // Resolve renders the resolution result of a DID in short or long form. A malformed DID is a
-// *sidetree.Error.
+// *sidetree.Error. The body may be shared with later calls: callers must not modify it.
 func (r *Resolver) Resolve(ctx context.Context, did string) ([]byte, sidetree.ResolutionStatus, error) {
 	d, err := sidetree.ParseDID(r.profile, did)
 	if err != nil {
@@ -151,6 +160,38 @@ func (r *Resolver) Resolve(ctx context.Context, did string) ([]byte, sidetree.Re
 	if err != nil {
 		return nil, 0, err
 	}
+	if d.IsLongForm() || st == nil {
+		body, status := sidetree.RenderResolution(d, st)
+		return body, status, nil
+	}
+	// A short form renders from the suffix and the state alone (the method is the profile's),
+	// so the rendering of the very state object returned is kept beside it in the cache.
+	if body, status, ok := r.rendered(d.Suffix, st); ok {
+		return body, status, nil
+	}
 	body, status := sidetree.RenderResolution(d, st)
+	r.keepRendered(d.Suffix, st, body, status)
 	return body, status, nil
+}
+
+// rendered returns the short-form rendering kept for st, if st is still the cached state.
+func (r *Resolver) rendered(suffix string, st *sidetree.State) ([]byte, sidetree.ResolutionStatus, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.cache[suffix]
+	if !ok || c.state != st || c.body == nil {
+		return nil, 0, false
+	}
+	return c.body, c.status, true
+}
+
+// keepRendered keeps the short-form rendering of st, if st is still the cached state (an
+// Invalidate since forgot it, or a newer state took its place: then the rendering is of no use).
+func (r *Resolver) keepRendered(suffix string, st *sidetree.State, body []byte, status sidetree.ResolutionStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.cache[suffix]; ok && c.state == st {
+		c.body, c.status = body, status
+		r.cache[suffix] = c
+	}
 }

@@ -62,8 +62,8 @@ type Operation struct {
 	// payload) declares, as Orb's clients send it; "" when absent.
 	AnchorOrigin string
 
-	key      *signingKey
-	jws      *compactJWS
+	key *signingKey
+	jws *compactJWS
 	// verified is set once the signature verified. Verification depends only on fields set at
 	// parse time, so operations shared between resolutions (OperationCache) share it too.
 	verified atomic.Bool
