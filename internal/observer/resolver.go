@@ -11,8 +11,8 @@ import (
 	"github.com/anchord/anchord/internal/store"
 )
 
-// StateCacheSizeDefault bounds the resolver's state cache (entries, one per DID, about 1 KiB
-// each for a DID with one key and one service).
+// StateCacheSizeDefault bounds the resolver's state cache (entries, one per DID, about 2 KiB
+// each with its rendering for a DID with one key and one service).
 const StateCacheSizeDefault = 100_000
 
 // Resolver resolves DIDs from the per-DID index.

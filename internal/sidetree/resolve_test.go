@@ -261,6 +261,26 @@ func TestResolveScenarios(t *testing.T) {
 	})
 }
 
+func TestOperationCacheStaysWithinItsBound(t *testing.T) {
+	t.Parallel()
+	d, create := newDID(t)
+	bodies := [][]byte{create}
+	for range 9 {
+		bodies = append(bodies, d.update(t, service("s")))
+	}
+	ops := history(bodies...)
+	// Room for about three of the ten requests.
+	c := sidetree.NewOperationCache(sidetree.DefaultProfile(), 3*7*len(bodies[1]))
+	want := sidetree.Resolve(sidetree.DefaultProfile(), d.id.Suffix, ops)
+	for range 3 {
+		require.Equal(t, want, c.Resolve(d.id.Suffix, ops))
+		entries, bytes := c.Held()
+		require.LessOrEqual(t, bytes, 3*7*len(bodies[1]))
+		require.Positive(t, entries)
+		require.Less(t, entries, len(bodies))
+	}
+}
+
 func TestStateCheck(t *testing.T) {
 	t.Parallel()
 	p := sidetree.DefaultProfile()
