@@ -20,6 +20,7 @@ import (
 	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/logmonitor"
+	"github.com/anchord/anchord/internal/observer"
 	"github.com/anchord/anchord/internal/opqueue"
 	"github.com/anchord/anchord/internal/param"
 	"github.com/anchord/anchord/internal/peer"
@@ -108,6 +109,8 @@ type Config struct {
 	SQLiteSynchronous string
 	// SQLiteMmapSize bounds the bytes of the embedded database read through a memory map.
 	SQLiteMmapSize int64
+	// StateCacheSize bounds the DID states the resolver keeps in memory.
+	StateCacheSize int
 	// MQ* configure RabbitMQ in cluster mode (Orb's names where Orb has the parameter).
 	MQPrefix                   string
 	MQQueueType                string
@@ -310,6 +313,7 @@ func Default() Config {
 		CASType:                    CASTypeDefault,
 		SQLiteSynchronous:          sqlitestore.SynchronousDefault,
 		SQLiteMmapSize:             sqlitestore.MmapSizeDefault,
+		StateCacheSize:             observer.StateCacheSizeDefault,
 		MQPrefix:                   amqppubsub.PrefixDefault,
 		MQQueueType:                string(amqppubsub.QueueTypeDefault),
 		MQPublisherChannelPoolSize: amqppubsub.PublisherChannelPoolSizeDefault,

@@ -60,6 +60,7 @@ func (c *Config) params() []param.Param {
 		param.Duration(&c.LedgerStatusPollInterval, "ledger-status-poll-interval", "interval of the ledger status poller task"),
 		param.Int(&c.LedgerStatusPageSize, "ledger-status-page-size", "submitted batches the poller checks per round"),
 		param.Duration(&c.LedgerUnknownGrace, "ledger-unknown-grace", "a submitted batch the ledger does not know after this long is checked again and resubmitted"),
+		param.Int(&c.StateCacheSize, "state-cache-size", "DID states the resolver keeps in memory with their rendered resolution results, about 2 KiB each; resolving a DID not among them reads the database and applies its operations again"),
 		param.String(&c.SQLiteSynchronous, "sqlite-synchronous", "embedded store durability: full (fsync every commit; survives power loss) or normal (survives a killed process, may lose the last commits on power loss)"),
 		param.Int64(&c.SQLiteMmapSize, "sqlite-mmap-size", "bytes of the embedded database read through a memory map (file pages the kernel can drop, counted in RSS); beyond, pages are read into each connection's cache (0: no map)"),
 		param.String(&c.MQPrefix, "mq-prefix", "RabbitMQ exchange name and queue-name prefix; instances sharing it form one cluster"),

@@ -84,6 +84,7 @@ func (c *Config) Validate() error {
 		{"max-operation-count", c.MaxOperationCount, 1},
 		{"http-max-connections", c.HTTP.MaxConnections, 1},
 		{"max-operations-per-did", c.MaxOperationsPerDID, 1},
+		{"state-cache-size", c.StateCacheSize, 1},
 		{"max-document-bytes", c.MaxDocumentBytes, 1024},
 		{"op-queue-max-backlog", c.OpQueueMaxBacklog, 1},
 		{"mq-redelivery-max-attempts", c.RedeliveryMaxAttempts, 1},

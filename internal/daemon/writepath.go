@@ -42,7 +42,7 @@ type writeParts struct {
 // the Sidetree and admin routes and the explorer, and registers their stages. It returns the
 // observer, which the shapes feed differently (catch-up at start, or the anchor topic).
 func (c *core) writePath(p writeParts) (*observer.Observer, error) {
-	resolver := observer.NewResolver(c.profile, c.st, p.known)
+	resolver := observer.NewResolver(c.profile, c.st, p.known, c.cfg.StateCacheSize)
 	obs, err := observer.New(observer.Config{
 		Profile: c.profile, Limits: c.limits, PollInterval: p.observerPoll, ReleaseFunc: p.release, ReleaseTxFunc: p.releaseTx,
 		Known: p.known, Resolver: resolver, Announcer: p.announcer, IndexedFunc: c.notifyIndexed, Logger: c.log("observer"), Registerer: c.reg,

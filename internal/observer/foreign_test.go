@@ -34,7 +34,7 @@ func TestObserveForeignIndexesWhatItKeeps(t *testing.T) {
 		ctx := context.Background()
 		// Embedded mode: the filter and the trusted cache must see foreign writes too.
 		known := NewKnown()
-		r := NewResolver(sidetree.DefaultProfile(), st, known)
+		r := NewResolver(sidetree.DefaultProfile(), st, known, 0)
 		o, err := New(Config{Profile: sidetree.DefaultProfile(), Known: known, Resolver: r, Logger: anchordtest.Logger(t)}, st, b.cas.FetchFunc)
 		require.NoError(t, err)
 		o.signal.Init(t)

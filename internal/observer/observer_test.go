@@ -94,7 +94,7 @@ func TestObserveIndexesAnchorsAndResolves(t *testing.T) {
 		b := setup(t, st)
 		ctx := context.Background()
 		o := b.observer(t)
-		r := NewResolver(sidetree.DefaultProfile(), st, nil)
+		r := NewResolver(sidetree.DefaultProfile(), st, nil, 0)
 
 		alice, createA, err := b.wallet.Create()
 		require.NoError(t, err)
@@ -236,7 +236,7 @@ func TestResolveLongFormUnpublishedThenPublished(t *testing.T) {
 	st := storetest.Open(t, storetest.SQLiteOpener(t))
 	b := setup(t, st)
 	ctx := context.Background()
-	r := NewResolver(sidetree.DefaultProfile(), st, nil)
+	r := NewResolver(sidetree.DefaultProfile(), st, nil, 0)
 	_, req, err := b.wallet.Create()
 	require.NoError(t, err)
 	op, err := sidetree.ParseOperation(req, sidetree.DefaultProfile())
@@ -264,7 +264,7 @@ func TestResolverCacheFollowsNewOperations(t *testing.T) {
 	st := storetest.Open(t, storetest.SQLiteOpener(t))
 	b := setup(t, st)
 	ctx := context.Background()
-	r := NewResolver(sidetree.DefaultProfile(), st, nil)
+	r := NewResolver(sidetree.DefaultProfile(), st, nil, 0)
 	r.max = 2
 	o := b.observer(t)
 
@@ -354,7 +354,7 @@ func TestKnownFilterSkipsReadsOnlyForNewDIDs(t *testing.T) {
 	_, err = o.CatchUp(ctx)
 	require.NoError(t, err)
 	require.True(t, known.MayContain(alice.Suffix))
-	r := NewResolver(sidetree.DefaultProfile(), st, known)
+	r := NewResolver(sidetree.DefaultProfile(), st, known, 0)
 	state, err := r.State(ctx, alice.Suffix)
 	require.NoError(t, err)
 	require.NotNil(t, state)
@@ -364,7 +364,7 @@ func TestKnownFilterSkipsReadsOnlyForNewDIDs(t *testing.T) {
 	require.True(t, reloaded.MayContain(alice.Suffix))
 	bob, _, err := b.wallet.Create()
 	require.NoError(t, err)
-	state, err = NewResolver(sidetree.DefaultProfile(), st, reloaded).State(ctx, bob.Suffix)
+	state, err = NewResolver(sidetree.DefaultProfile(), st, reloaded, 0).State(ctx, bob.Suffix)
 	require.NoError(t, err)
 	require.Nil(t, state)
 }
@@ -411,7 +411,7 @@ func TestTrustedCacheIsNeverStale(t *testing.T) {
 	known, err := LoadKnown(ctx, st)
 	require.NoError(t, err)
 	index := &countingIndex{Executor: st}
-	r := NewResolver(sidetree.DefaultProfile(), index, known)
+	r := NewResolver(sidetree.DefaultProfile(), index, known, 0)
 	o, err := New(Config{Profile: sidetree.DefaultProfile(), Known: known, Resolver: r}, st, b.cas.FetchFunc)
 	require.NoError(t, err)
 
@@ -441,6 +441,8 @@ func TestTrustedCacheIsNeverStale(t *testing.T) {
 				}
 				_, err := r.State(ctx, alice.Suffix)
 				assert.NoError(t, err)
+				_, _, err = r.Resolve(ctx, alice.DID())
+				assert.NoError(t, err)
 			}
 		})
 	}
@@ -453,6 +455,12 @@ func TestTrustedCacheIsNeverStale(t *testing.T) {
 		state, err := r.State(ctx, alice.Suffix)
 		require.NoError(t, err)
 		require.Equal(t, alice.UpdateKey.Commitment(), state.UpdateCommitment)
+		// The rendering kept beside the cached state is what a resolver without a cache renders.
+		body, _, err := r.Resolve(ctx, alice.DID())
+		require.NoError(t, err)
+		want, _, err := NewResolver(sidetree.DefaultProfile(), st, nil, 0).Resolve(ctx, alice.DID())
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(body))
 	}
 	close(stop)
 	readers.Wait()

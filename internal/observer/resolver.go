@@ -1,6 +1,7 @@
 package observer
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -11,7 +12,8 @@ import (
 	"github.com/anchord/anchord/internal/store"
 )
 
-// StateCacheSizeDefault bounds the resolver's state cache (entries, one per DID).
+// StateCacheSizeDefault bounds the resolver's state cache (entries, one per DID, about 2 KiB
+// each with its rendering for a DID with one key and one service).
 const StateCacheSizeDefault = 100_000
 
 // Resolver resolves DIDs from the per-DID index.
@@ -30,6 +32,9 @@ const StateCacheSizeDefault = 100_000
 type Resolver struct {
 	profile sidetree.Profile
 	st      store.Executor
+	// ops keeps parsed operations between resolutions: a DID resolved again after a change
+	// parses only its new operations.
+	ops *sidetree.OperationCache
 
 	known    *Known // nil: always read the database
 	presence *presence
@@ -44,12 +49,23 @@ type Resolver struct {
 type cachedState struct {
 	fingerprint uint64
 	state       *sidetree.State
+	// body and status are state's resolution result in short form, once a Resolve rendered it
+	// (nil before): a state never changes once cached, so neither does its rendering.
+	body   []byte
+	status sidetree.ResolutionStatus
 }
 
 // NewResolver returns a Resolver. known, when not nil, lets it answer "not anchored" for a DID
 // the filter has never seen without reading the database (embedded mode only: see Known).
-func NewResolver(p sidetree.Profile, st store.Executor, known *Known) *Resolver {
-	return &Resolver{profile: p, st: st, known: known, presence: &presence{st: st}, cache: make(map[string]cachedState), max: StateCacheSizeDefault}
+// stateCacheSize bounds the states it keeps (StateCacheSizeDefault when not positive).
+func NewResolver(p sidetree.Profile, st store.Executor, known *Known, stateCacheSize int) *Resolver {
+	if stateCacheSize <= 0 {
+		stateCacheSize = StateCacheSizeDefault
+	}
+	return &Resolver{
+		profile: p, st: st, ops: sidetree.NewOperationCache(p, sidetree.OperationCacheBytesDefault), known: known, presence: &presence{st: st},
+		cache: make(map[string]cachedState), max: stateCacheSize,
+	}
 }
 
 // State returns the current state of the DID with the given suffix, or nil when no create of
@@ -83,7 +99,7 @@ func (r *Resolver) StateVersion(ctx context.Context, suffix string) (*sidetree.S
 	if ok && c.fingerprint == fp {
 		return c.state, fp, nil
 	}
-	state := sidetree.Resolve(r.profile, suffix, anchoredOps(rows))
+	state := r.ops.Resolve(suffix, anchoredOps(rows))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.exclusive && r.epoch != epoch {
@@ -154,7 +170,7 @@ func fingerprint(rows []store.DIDOperation) uint64 {
 }
 
 // Resolve renders the resolution result of a DID in short or long form. A malformed DID is a
-// *sidetree.Error.
+// *sidetree.Error. The body may be shared with later calls: callers must not modify it.
 func (r *Resolver) Resolve(ctx context.Context, did string) ([]byte, sidetree.ResolutionStatus, error) {
 	d, err := sidetree.ParseDID(r.profile, did)
 	if err != nil {
@@ -164,6 +180,40 @@ func (r *Resolver) Resolve(ctx context.Context, did string) ([]byte, sidetree.Re
 	if err != nil {
 		return nil, 0, err
 	}
+	if d.IsLongForm() || st == nil {
+		body, status := sidetree.RenderResolution(d, st)
+		return body, status, nil
+	}
+	// A short form renders from the suffix and the state alone (the method is the profile's),
+	// so the rendering of the very state object returned is kept beside it in the cache.
+	if body, status, ok := r.rendered(d.Suffix, st); ok {
+		return body, status, nil
+	}
 	body, status := sidetree.RenderResolution(d, st)
+	r.keepRendered(d.Suffix, st, body, status)
 	return body, status, nil
+}
+
+// rendered returns the short-form rendering kept for st, if st is still the cached state.
+func (r *Resolver) rendered(suffix string, st *sidetree.State) ([]byte, sidetree.ResolutionStatus, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.cache[suffix]
+	if !ok || c.state != st || c.body == nil {
+		return nil, 0, false
+	}
+	return c.body, c.status, true
+}
+
+// keepRendered keeps the short-form rendering of st, if st is still the cached state (an
+// Invalidate since forgot it, or a newer state took its place: then the rendering is of no use).
+func (r *Resolver) keepRendered(suffix string, st *sidetree.State, body []byte, status sidetree.ResolutionStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.cache[suffix]; ok && c.state == st && c.body == nil {
+		// A copy of the exact length: the renderer's buffer has room to spare (1.5 KiB for a
+		// 0.9 KiB result), which a cache of 100,000 entries would keep.
+		c.body, c.status = bytes.Clone(body), status
+		r.cache[suffix] = c
+	}
 }

@@ -78,7 +78,7 @@ func (r *Resolver) ResolveVersion(ctx context.Context, did, versionID string, ve
 	if cut < 0 {
 		return nil, 0, fmt.Errorf("resolve %s: %w", did, ErrNoSuchVersion)
 	}
-	st := sidetree.Resolve(r.profile, d.Suffix, anchoredOps(rows[:cut]))
+	st := r.ops.Resolve(d.Suffix, anchoredOps(rows[:cut]))
 	if st == nil {
 		return nil, 0, fmt.Errorf("resolve %s: not created by then: %w", did, ErrNoSuchVersion)
 	}
@@ -101,7 +101,7 @@ func (r *Resolver) next(ctx context.Context, anchors *anchorCache, suffix string
 		for cut < len(rows) && rows[cut].AnchorSeq == seq {
 			cut++
 		}
-		later := sidetree.Resolve(r.profile, suffix, anchoredOps(rows[:cut]))
+		later := r.ops.Resolve(suffix, anchoredOps(rows[:cut]))
 		if later == nil || later.LastSequence == st.LastSequence {
 			continue
 		}

@@ -141,7 +141,7 @@ func newDomain(t testing.TB, n *network, name string, st store.Store) *domain {
 	require.NoError(t, err)
 	d.anchors, err = anchor.NewWriter(anchor.Config{}, anchor.NewLocal(key))
 	require.NoError(t, err)
-	d.res = observer.NewResolver(sidetree.DefaultProfile(), st, nil)
+	d.res = observer.NewResolver(sidetree.DefaultProfile(), st, nil, 0)
 	d.obs, err = observer.New(observer.Config{Profile: sidetree.DefaultProfile(), Resolver: d.res, Logger: anchordtest.Logger(t)}, st, d.cas.FetchFunc)
 	require.NoError(t, err)
 	cfg := Config{Identity: d.id, Profile: sidetree.DefaultProfile(), Limits: limits(), Logger: anchordtest.Logger(t).With("domain", name)}

@@ -52,6 +52,24 @@ func BenchmarkResolve(b *testing.B) {
 	}
 }
 
+// BenchmarkResolveCached is BenchmarkResolve through an OperationCache: the requests are parsed
+// once, as a server that resolves the DID after each of its changes parses only the new one.
+func BenchmarkResolveCached(b *testing.B) {
+	d, create := newDID(b)
+	bodies := [][]byte{create}
+	for range 20 {
+		bodies = append(bodies, d.update(b, service("s")))
+	}
+	ops := history(bodies...)
+	c := sidetree.NewOperationCache(sidetree.DefaultProfile(), 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		if st := c.Resolve(d.id.Suffix, ops); st.LastSequence != 21 {
+			b.Fatal("not all applied")
+		}
+	}
+}
+
 // growingHistory is a create and n updates, each adding a service under a new id and every
 // tenth also removing the five oldest: the document grows with the history, as a DID that
 // rotates in new endpoints does.

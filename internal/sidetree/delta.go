@@ -8,6 +8,9 @@ type Delta struct {
 	UpdateCommitment string
 	json             []byte // compact form, as stored in chunk files
 	canonical        []byte // JCS form, input of the delta hash and the size limit
+	// hash is HashOut(canonical), computed once at parse: resolution compares it each time it
+	// applies the operation, and a cached parse (OperationCache) is applied many times.
+	hash string
 }
 
 // JSON returns the delta in compact JSON with its members in the order received: the form
@@ -18,7 +21,7 @@ func (d *Delta) JSON() []byte { return d.json }
 func (d *Delta) Canonical() []byte { return d.canonical }
 
 // Hash returns HashOut(JCS(delta)), the value a deltaHash must equal.
-func (d *Delta) Hash() string { return HashOut(d.canonical) }
+func (d *Delta) Hash() string { return d.hash }
 
 // parseDelta applies the reference implementation's Delta.validateDelta: present, canonical size
 // within the limit (checked before the schema, as there), a non-array object with only patches
@@ -46,5 +49,8 @@ func parseDelta(v *jsontree.Value, p Profile, path string) (*Delta, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Delta{Patches: patches, UpdateCommitment: commitment, json: v.AppendCompact(make([]byte, 0, len(canonical))), canonical: canonical}, nil
+	return &Delta{
+		Patches: patches, UpdateCommitment: commitment,
+		json: v.AppendCompact(make([]byte, 0, len(canonical))), canonical: canonical, hash: HashOut(canonical),
+	}, nil
 }

@@ -21,6 +21,9 @@ type signingKey struct {
 	alg       Algorithm
 	canonical []byte // JCS of the JWK: the input of reveal values and commitments
 	x, y      string // base64url coordinates; y is empty for Ed25519
+	// opens is commitmentOfCanonical(canonical), computed once at parse: intake and resolution
+	// each ask for it, and resolution of a cached parse (OperationCache) asks every time.
+	opens string
 }
 
 // parseSigningKey validates a JWK the way the reference implementation's validateJwkEs256k does
@@ -74,6 +77,7 @@ func parseSigningKey(v *jsontree.Value, p Profile, headerAlg Algorithm, path str
 		return nil, Errorf(CodeKeyAlgorithmMismatch, "%s is a %s key but the JWS header says alg %q", path, keyName(k.alg), headerAlg)
 	}
 	k.canonical = v.AppendCanonical(nil)
+	k.opens = commitmentOfCanonical(k.canonical)
 	return k, nil
 }
 
@@ -98,7 +102,7 @@ func coordinate(v *jsontree.Value, path string) (string, *Error) {
 func (k *signingKey) revealValue() string { return HashOut(k.canonical) }
 
 // commitment is the value this key opens.
-func (k *signingKey) commitment() string { return commitmentOfCanonical(k.canonical) }
+func (k *signingKey) commitment() string { return k.opens }
 
 // verify checks a JWS signature made with this key. ECDSA signatures are the 64-byte r‖s form;
 // a high S is accepted (the reference implementation's jose library accepts it and the DIF

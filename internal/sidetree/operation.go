@@ -1,6 +1,10 @@
 package sidetree
 
-import "github.com/anchord/anchord/internal/sidetree/jsontree"
+import (
+	"sync/atomic"
+
+	"github.com/anchord/anchord/internal/sidetree/jsontree"
+)
 
 // OperationType is the "type" of an operation request.
 type OperationType string
@@ -58,9 +62,11 @@ type Operation struct {
 	// payload) declares, as Orb's clients send it; "" when absent.
 	AnchorOrigin string
 
-	key      *signingKey
-	jws      *compactJWS
-	verified bool // signature checked and valid
+	key *signingKey
+	jws *compactJWS
+	// verified is set once the signature verified. Verification depends only on fields set at
+	// parse time, so operations shared between resolutions (OperationCache) share it too.
+	verified atomic.Bool
 }
 
 // KeyCommitment returns the commitment the operation's revealed key opens ("" for a create).
@@ -349,16 +355,16 @@ func (op *Operation) checkRequest() *Error {
 	return nil
 }
 
-// verifySignature checks the JWS with the revealed key once; it is not safe for concurrent use
-// on an operation that has not been verified yet (Resolve verifies only operations it owns).
+// verifySignature checks the JWS with the revealed key once. Concurrent calls may both verify;
+// they reach the same answer.
 func (op *Operation) verifySignature() *Error {
-	if op.verified {
+	if op.verified.Load() {
 		return nil
 	}
 	if err := op.key.verify(op.jws.signingInput, op.jws.signature); err != nil {
 		return err
 	}
-	op.verified = true
+	op.verified.Store(true)
 	return nil
 }
 

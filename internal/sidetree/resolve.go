@@ -38,9 +38,17 @@ type anchoredOp struct {
 // the update chain the same way. Operations that do not parse, belong to another DID or do not
 // apply are skipped; Resolve never fails. It returns nil when no create applies (not found).
 func Resolve(p Profile, suffix string, ops []AnchoredOperation) *State {
+	return resolve(suffix, ops, func(request []byte) (*Operation, *Error) {
+		return parseOperation(request, p, modeAnchored)
+	})
+}
+
+// resolve is Resolve with the anchored parse given; it only reads the Operations parse returns
+// (verifying a signature marks it verified), so they may be shared.
+func resolve(suffix string, ops []AnchoredOperation, parse func(request []byte) (*Operation, *Error)) *State {
 	parsed := make([]anchoredOp, 0, len(ops))
 	for i := range ops {
-		op, err := parseOperation(ops[i].Request, p, modeAnchored)
+		op, err := parse(ops[i].Request)
 		if err != nil || op.Suffix != suffix {
 			continue
 		}

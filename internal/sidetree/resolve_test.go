@@ -68,24 +68,38 @@ func withSignatureBy(t testing.TB, body []byte) []byte {
 	return r.bytes(t)
 }
 
+// scenarioCache is shared by every scenario and resolves each history twice (parsing, then
+// from the cache), so the scenarios also show that the cache answers what parsing does.
+var scenarioCache = sidetree.NewOperationCache(sidetree.DefaultProfile(), 0)
+
+// resolveAll resolves through Resolve and through scenarioCache, requires the same state from
+// every way, and returns it.
+func resolveAll(t *testing.T, suffix string, ops []sidetree.AnchoredOperation) *sidetree.State {
+	t.Helper()
+	want := sidetree.Resolve(sidetree.DefaultProfile(), suffix, ops)
+	for range 2 {
+		require.Equal(t, want, scenarioCache.Resolve(suffix, ops))
+	}
+	return want
+}
+
 func TestResolveScenarios(t *testing.T) {
 	t.Parallel()
-	p := sidetree.DefaultProfile()
 
 	t.Run("nothing anchored", func(t *testing.T) {
 		t.Parallel()
-		require.Nil(t, sidetree.Resolve(p, difSuffix, nil))
+		require.Nil(t, resolveAll(t, difSuffix, nil))
 	})
 	t.Run("update without create", func(t *testing.T) {
 		t.Parallel()
-		require.Nil(t, sidetree.Resolve(p, difSuffix, history(difOperation(t, "update"))))
+		require.Nil(t, resolveAll(t, difSuffix, history(difOperation(t, "update"))))
 	})
 	t.Run("update chain", func(t *testing.T) {
 		t.Parallel()
 		d, create := newDID(t, service("a"))
 		u1 := d.update(t, service("b"))
 		u2 := d.update(t, wallet.RemoveServices("a"))
-		st := sidetree.Resolve(p, d.id.Suffix, history(create, u1, u2))
+		st := resolveAll(t, d.id.Suffix, history(create, u1, u2))
 		require.Equal(t, []string{"b"}, serviceIDs(st))
 		require.Equal(t, d.id.UpdateKey.Commitment(), st.UpdateCommitment)
 		require.Equal(t, d.id.RecoveryKey.Commitment(), st.RecoveryCommitment)
@@ -96,10 +110,10 @@ func TestResolveScenarios(t *testing.T) {
 		t.Parallel()
 		d, create := newDID(t)
 		ops := history(create, d.update(t, service("1")), d.update(t, service("2")), d.update(t, service("3")), d.recover(t, service("r")), d.update(t, service("4")))
-		want := sidetree.Resolve(p, d.id.Suffix, ops)
+		want := resolveAll(t, d.id.Suffix, ops)
 		for range 10 {
 			rand.Shuffle(len(ops), func(i, j int) { ops[i], ops[j] = ops[j], ops[i] })
-			require.Equal(t, want, sidetree.Resolve(p, d.id.Suffix, ops))
+			require.Equal(t, want, resolveAll(t, d.id.Suffix, ops))
 		}
 		require.Equal(t, []string{"r", "4"}, serviceIDs(want))
 	})
@@ -107,7 +121,7 @@ func TestResolveScenarios(t *testing.T) {
 		t.Parallel()
 		_, create := newDID(t)
 		op := mustParse(t, create)
-		st := sidetree.Resolve(p, op.Suffix, []sidetree.AnchoredOperation{{Sequence: 7, Request: create}, {Sequence: 3, Request: create}})
+		st := resolveAll(t, op.Suffix, []sidetree.AnchoredOperation{{Sequence: 7, Request: create}, {Sequence: 3, Request: create}})
 		require.Equal(t, uint64(3), st.LastSequence)
 	})
 	t.Run("earliest valid operation per commitment wins", func(t *testing.T) {
@@ -117,14 +131,14 @@ func TestResolveScenarios(t *testing.T) {
 		forkA := d.update(t, service("a"))
 		*d.id = saved
 		forkB := d.update(t, service("b"))
-		st := sidetree.Resolve(p, d.id.Suffix, history(create, forkA, forkB))
+		st := resolveAll(t, d.id.Suffix, history(create, forkA, forkB))
 		require.Equal(t, []string{"a"}, serviceIDs(st))
 		// A later, longer fork does not win either.
 		forkB2 := d.update(t, service("b2"))
-		st = sidetree.Resolve(p, d.id.Suffix, history(create, forkA, forkB, forkB2))
+		st = resolveAll(t, d.id.Suffix, history(create, forkA, forkB, forkB2))
 		require.Equal(t, []string{"a"}, serviceIDs(st))
 		// An invalid earlier candidate is skipped.
-		st = sidetree.Resolve(p, d.id.Suffix, history(create, withSignatureBy(t, forkA), forkB, forkB2))
+		st = resolveAll(t, d.id.Suffix, history(create, withSignatureBy(t, forkA), forkB, forkB2))
 		require.Equal(t, []string{"b", "b2"}, serviceIDs(st))
 	})
 	t.Run("updates before a recovery are orphaned", func(t *testing.T) {
@@ -136,7 +150,7 @@ func TestResolveScenarios(t *testing.T) {
 		r := d.recover(t, service("r"))
 		u2 := d.update(t, service("u2"))
 		// u is anchored before r, yet only r's chain counts.
-		st := sidetree.Resolve(p, d.id.Suffix, history(create, u, r, u2))
+		st := resolveAll(t, d.id.Suffix, history(create, u, r, u2))
 		require.Equal(t, []string{"r", "u2"}, serviceIDs(st))
 		require.Equal(t, d.id.RecoveryKey.Commitment(), st.RecoveryCommitment)
 	})
@@ -146,13 +160,13 @@ func TestResolveScenarios(t *testing.T) {
 		saved := *d.id
 		deact := d.deactivate(t)
 		later := d.update(t, service("x"))
-		st := sidetree.Resolve(p, d.id.Suffix, history(create, deact, later))
+		st := resolveAll(t, d.id.Suffix, history(create, deact, later))
 		require.True(t, st.Deactivated)
 		require.Empty(t, st.RecoveryCommitment)
 		require.Empty(t, st.UpdateCommitment)
 		// A recover after the deactivate is ignored too.
 		*d.id = saved
-		st = sidetree.Resolve(p, d.id.Suffix, history(create, deact, d.recover(t)))
+		st = resolveAll(t, d.id.Suffix, history(create, deact, d.recover(t)))
 		require.True(t, st.Deactivated)
 	})
 	t.Run("recover with mismatching delta keeps the rotation, loses the update key", func(t *testing.T) {
@@ -160,7 +174,7 @@ func TestResolveScenarios(t *testing.T) {
 		d, create := newDID(t, service("a"))
 		r := decodeRequest(t, d.recover(t, service("r")))
 		r.delta()["patches"] = []any{}
-		st := sidetree.Resolve(p, d.id.Suffix, history(create, r.bytes(t), d.update(t, service("z"))))
+		st := resolveAll(t, d.id.Suffix, history(create, r.bytes(t), d.update(t, service("z"))))
 		require.Equal(t, d.id.RecoveryKey.Commitment(), st.RecoveryCommitment)
 		require.Empty(t, st.UpdateCommitment)
 		require.Nil(t, st.Document.Services)
@@ -170,7 +184,7 @@ func TestResolveScenarios(t *testing.T) {
 		d, create := newDID(t, service("a"))
 		r := decodeRequest(t, d.recover(t))
 		r.delta()["patches"] = []any{map[string]any{"action": "unknown"}}
-		st := sidetree.Resolve(p, d.id.Suffix, history(create, r.bytes(t)))
+		st := resolveAll(t, d.id.Suffix, history(create, r.bytes(t)))
 		require.Equal(t, d.id.RecoveryKey.Commitment(), st.RecoveryCommitment)
 		require.Empty(t, st.UpdateCommitment)
 	})
@@ -178,20 +192,20 @@ func TestResolveScenarios(t *testing.T) {
 		t.Parallel()
 		r := decodeRequest(t, difOperation(t, "create"))
 		r.delta()["patches"] = []any{}
-		st := sidetree.Resolve(p, difSuffix, history(r.bytes(t), difOperation(t, "update")))
+		st := resolveAll(t, difSuffix, history(r.bytes(t), difOperation(t, "update")))
 		require.NotNil(t, st)
 		require.Empty(t, st.UpdateCommitment)
 		require.Empty(t, st.Document.PublicKeys)
 		require.Equal(t, sidetree.CodeNoUpdateCommitment, sidetree.CodeOf(st.Check(mustParse(t, difOperation(t, "update")))))
 		// Recovery still works.
-		st = sidetree.Resolve(p, difSuffix, history(r.bytes(t), difOperation(t, "recover")))
+		st = resolveAll(t, difSuffix, history(r.bytes(t), difOperation(t, "recover")))
 		require.Equal(t, difRecoverNextUpd, st.UpdateCommitment)
 	})
 	t.Run("create with an invalid delta exists without update key", func(t *testing.T) {
 		t.Parallel()
 		r := decodeRequest(t, difOperation(t, "create"))
 		r.delta()["extra"] = true
-		st := sidetree.Resolve(p, difSuffix, history(r.bytes(t)))
+		st := resolveAll(t, difSuffix, history(r.bytes(t)))
 		require.NotNil(t, st)
 		require.Empty(t, st.UpdateCommitment)
 	})
@@ -201,12 +215,12 @@ func TestResolveScenarios(t *testing.T) {
 		// implementation's 3-member rule rejects it.
 		r := decodeRequest(t, difOperation(t, "create"))
 		delete(r, "delta")
-		require.Nil(t, sidetree.Resolve(p, difSuffix, history(r.bytes(t))))
+		require.Nil(t, resolveAll(t, difSuffix, history(r.bytes(t))))
 	})
 	t.Run("garbage and other DIDs are skipped", func(t *testing.T) {
 		t.Parallel()
 		_, other := newDID(t)
-		st := sidetree.Resolve(p, difSuffix, history([]byte("{"), other, difOperation(t, "create"), []byte(`{"type":"update"}`), difOperation(t, "update")))
+		st := resolveAll(t, difSuffix, history([]byte("{"), other, difOperation(t, "create"), []byte(`{"type":"update"}`), difOperation(t, "update")))
 		require.Equal(t, difUpdateNextCommit, st.UpdateCommitment)
 	})
 	t.Run("reusing a consumed update commitment is skipped", func(t *testing.T) {
@@ -214,13 +228,13 @@ func TestResolveScenarios(t *testing.T) {
 		d, create := newDID(t)
 		k0 := d.id.UpdateKey
 		u1 := d.update(t, service("1"))
-		st1 := sidetree.Resolve(p, d.id.Suffix, history(create, u1))
+		st1 := resolveAll(t, d.id.Suffix, history(create, u1))
 		// u2 reveals k1 and commits back to k0, whose commitment was consumed by u1.
 		u2, err := wallet.UpdateRequest(d.id.Suffix, d.id.UpdateKey, k0.Commitment(), service("2"))
 		require.NoError(t, err)
 		op2 := mustParse(t, u2)
 		require.Equal(t, sidetree.CodeCommitmentReuse, sidetree.CodeOf(st1.Check(op2)))
-		st := sidetree.Resolve(p, d.id.Suffix, history(create, u1, u2))
+		st := resolveAll(t, d.id.Suffix, history(create, u1, u2))
 		require.Equal(t, st1.UpdateCommitment, st.UpdateCommitment)
 		require.Equal(t, []string{"1"}, serviceIDs(st))
 	})
@@ -229,22 +243,42 @@ func TestResolveScenarios(t *testing.T) {
 		d, create := newDID(t)
 		r0 := d.id.RecoveryKey
 		r1 := d.recover(t, service("1"))
-		st1 := sidetree.Resolve(p, d.id.Suffix, history(create, r1))
+		st1 := resolveAll(t, d.id.Suffix, history(create, r1))
 		next, err := wallet.GenerateKey(sidetree.ES256K, nil)
 		require.NoError(t, err)
 		r2, err := wallet.RecoverRequest(d.id.Suffix, d.id.RecoveryKey, r0.Commitment(), next.Commitment(), service("2"))
 		require.NoError(t, err)
 		require.Equal(t, sidetree.CodeCommitmentReuse, sidetree.CodeOf(st1.Check(mustParse(t, r2))))
-		st := sidetree.Resolve(p, d.id.Suffix, history(create, r1, r2))
+		st := resolveAll(t, d.id.Suffix, history(create, r1, r2))
 		require.Equal(t, []string{"1"}, serviceIDs(st))
 	})
 	t.Run("an operation in the create's anchor does not apply", func(t *testing.T) {
 		t.Parallel()
 		d, create := newDID(t)
 		u := d.update(t, service("x"))
-		st := sidetree.Resolve(p, d.id.Suffix, []sidetree.AnchoredOperation{{Sequence: 1, Position: 0, Request: create}, {Sequence: 1, Position: 1, Request: u}})
+		st := resolveAll(t, d.id.Suffix, []sidetree.AnchoredOperation{{Sequence: 1, Position: 0, Request: create}, {Sequence: 1, Position: 1, Request: u}})
 		require.Empty(t, serviceIDs(st))
 	})
+}
+
+func TestOperationCacheStaysWithinItsBound(t *testing.T) {
+	t.Parallel()
+	d, create := newDID(t)
+	bodies := [][]byte{create}
+	for range 9 {
+		bodies = append(bodies, d.update(t, service("s")))
+	}
+	ops := history(bodies...)
+	// Room for about three of the ten requests.
+	c := sidetree.NewOperationCache(sidetree.DefaultProfile(), 3*7*len(bodies[1]))
+	want := sidetree.Resolve(sidetree.DefaultProfile(), d.id.Suffix, ops)
+	for range 3 {
+		require.Equal(t, want, c.Resolve(d.id.Suffix, ops))
+		entries, bytes := c.Held()
+		require.LessOrEqual(t, bytes, 3*7*len(bodies[1]))
+		require.Positive(t, entries)
+		require.Less(t, entries, len(bodies))
+	}
 }
 
 func TestStateCheck(t *testing.T) {

@@ -151,7 +151,13 @@ func (e executor) DIDOperationInsertMany(ctx context.Context, ops []store.DIDOpe
 
 // DIDOperationList implements store.Executor.
 func (e executor) DIDOperationList(ctx context.Context, suffix string) ([]store.DIDOperation, error) {
-	rows, err := e.r.QueryContext(ctx, qDIDOperationList, suffix)
+	var rows *sql.Rows
+	var err error
+	if e.didOps != nil {
+		rows, err = e.didOps.QueryContext(ctx, suffix)
+	} else {
+		rows, err = e.r.QueryContext(ctx, qDIDOperationList, suffix)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list operations of %s: %w", suffix, err)
 	}

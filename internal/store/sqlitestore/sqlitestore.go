@@ -141,6 +141,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	// Prepared once (database/sql then prepares it once per reader connection): the driver
+	// prepares every query string afresh, and for resolution, a one-row indexed read, SQLite's
+	// parsing and planning cost about as much as the read.
+	if s.didOps, err = reader.PrepareContext(ctx, qDIDOperationList); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open sqlite store: prepare: %w", err)
+	}
 	// SQLite creates the -wal and -shm files with the database's mode; tighten any that an
 	// older version left readable.
 	for _, f := range []string{path + "-wal", path + "-shm"} {
@@ -223,6 +230,9 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close implements store.Store.
 func (s *Store) Close() {
+	if s.didOps != nil {
+		_ = s.didOps.Close()
+	}
 	_ = s.reader.Close()
 	// Checkpointing on close keeps the WAL file small between runs; a failure is harmless.
 	_, _ = s.writer.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -259,6 +269,8 @@ type querier interface {
 type executor struct {
 	w querier
 	r querier
+	// didOps is qDIDOperationList prepared on the read pool; nil inside a transaction.
+	didOps *sql.Stmt
 }
 
 // Now implements store.Executor. An embedded store has one process, so its clock is the
