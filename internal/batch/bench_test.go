@@ -63,7 +63,7 @@ func newPathBench(b *testing.B) *pathBench {
 	profile := sidetree.DefaultProfile()
 	known := observer.NewKnown()
 	p.obs, err = observer.New(observer.Config{
-		Profile: profile, Known: known, Resolver: observer.NewResolver(profile, p.st, known), Logger: logger,
+		Profile: profile, Known: known, Resolver: observer.NewResolver(profile, p.st, known, 0), Logger: logger,
 	}, p.st, cs.FetchFunc)
 	require.NoError(b, err)
 	p.w, err = New(Config{
