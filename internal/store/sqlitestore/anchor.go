@@ -128,8 +128,8 @@ func scanAnchor(r scanner) (store.Anchor, error) {
 const rowsPerInsert = 200
 
 // DIDOperationInsertMany implements store.Executor with multi-row statements. The statement of
-// a full chunk is prepared once per call: compiling a 1,000-parameter INSERT costs about as much
-// as running it, and a batch of 10,000 operations is 50 of them.
+// a full chunk is prepared once per call: a batch of 10,000 operations is 50 of them, and
+// compiling each afresh was about a tenth of the observer's insert.
 func (e executor) DIDOperationInsertMany(ctx context.Context, ops []store.DIDOperation) error {
 	err := e.batch(ctx, func(tx *sql.Tx) error {
 		var full *sql.Stmt
