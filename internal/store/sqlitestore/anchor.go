@@ -127,17 +127,37 @@ func scanAnchor(r scanner) (store.Anchor, error) {
 // variable limit, and large enough that statement overhead stops mattering.
 const rowsPerInsert = 200
 
-// DIDOperationInsertMany implements store.Executor with multi-row statements.
+// DIDOperationInsertMany implements store.Executor with multi-row statements. The statement of
+// a full chunk is prepared once per call: a batch of 10,000 operations is 50 of them, and
+// compiling each afresh was about a tenth of the observer's insert.
 func (e executor) DIDOperationInsertMany(ctx context.Context, ops []store.DIDOperation) error {
 	err := e.batch(ctx, func(tx *sql.Tx) error {
+		var full *sql.Stmt
+		defer func() {
+			if full != nil {
+				_ = full.Close()
+			}
+		}()
+		args := make([]any, 0, 5*min(rowsPerInsert, len(ops)))
 		for start := 0; start < len(ops); start += rowsPerInsert {
 			chunk := ops[start:min(start+rowsPerInsert, len(ops))]
-			args := make([]any, 0, 5*len(chunk))
+			args = args[:0]
 			for _, op := range chunk {
 				args = append(args, op.Suffix, op.AnchorSeq, op.Index, op.Type, op.Request)
 			}
-			q := fmt.Sprintf(qDIDOperationInsert, strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?),", len(chunk)), ","))
-			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			if len(chunk) < rowsPerInsert {
+				if _, err := tx.ExecContext(ctx, didOperationInsert(len(chunk)), args...); err != nil {
+					return err
+				}
+				continue
+			}
+			if full == nil {
+				var err error
+				if full, err = tx.PrepareContext(ctx, didOperationInsert(rowsPerInsert)); err != nil {
+					return err
+				}
+			}
+			if _, err := full.ExecContext(ctx, args...); err != nil {
 				return err
 			}
 		}
@@ -147,6 +167,11 @@ func (e executor) DIDOperationInsertMany(ctx context.Context, ops []store.DIDOpe
 		return fmt.Errorf("index %d operations: %w", len(ops), err)
 	}
 	return nil
+}
+
+// didOperationInsert returns the INSERT of n index rows.
+func didOperationInsert(n int) string {
+	return fmt.Sprintf(qDIDOperationInsert, strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?),", n), ","))
 }
 
 // DIDOperationList implements store.Executor.

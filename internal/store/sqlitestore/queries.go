@@ -67,8 +67,11 @@ const (
 	qAnchorMarkObserved = `UPDATE anchors SET observed_at = ?
 		WHERE seq = ? AND status = 'completed' AND observed_at IS NULL`
 
-	// qDIDOperationInsert is completed with one "(?, ?, ?, ?, ?)" per row.
-	qDIDOperationInsert = `INSERT INTO did_operations (suffix, anchor_seq, op_index, op_type, request)
+	// qDIDOperationInsert is completed with one "(?, ?, ?, ?, ?)" per row. OR FAIL: a row that
+	// breaks NOT NULL ends the statement without undoing the rows before it, so SQLite keeps no
+	// statement journal (a copy of every page the statement changes, which was a quarter of the
+	// observer's transaction); the caller's transaction is rolled back on any error anyway.
+	qDIDOperationInsert = `INSERT OR FAIL INTO did_operations (suffix, anchor_seq, op_index, op_type, request)
 		VALUES %s ON CONFLICT DO NOTHING`
 	qDIDOperationList = `SELECT d.suffix, d.anchor_seq, d.op_index, d.op_type, d.request, COALESCE(a.origin, '')
 		FROM did_operations d LEFT JOIN anchors a ON a.seq = d.anchor_seq

@@ -175,4 +175,24 @@ func exercisePipeline(t *testing.T, setup setupFunc) {
 		require.Len(t, last, 2500)
 		require.Equal(t, int64(11), last["EiMany0001"])
 	})
+
+	t.Run("DIDOperationsRefusedRowIndexesNothing", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		ctx := context.Background()
+		// A row the store refuses (no request) after hundreds it accepted, in the observer's
+		// transaction: the call fails and the rollback leaves none of the batch indexed.
+		var ops []store.DIDOperation
+		for i := range 450 {
+			ops = append(ops, store.DIDOperation{Suffix: fmt.Sprintf("EiRefused%04d", i), AnchorSeq: 1, Index: i, Type: "create", Request: []byte("x")})
+		}
+		ops[300].Request = nil
+		err := s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+			return tx.DIDOperationInsertMany(ctx, ops)
+		})
+		require.Error(t, err)
+		all, err := s.DIDSuffixList(ctx, "", 10)
+		require.NoError(t, err)
+		require.Empty(t, all)
+	})
 }
