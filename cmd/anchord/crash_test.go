@@ -218,7 +218,10 @@ func (c *crashClient) drive(p *anchordtest.Process, stop <-chan struct{}, total 
 		select {
 		case <-stop:
 		case <-done:
-		case <-time.After(2 * time.Minute): // a safety net; rounds end long before
+		// A safety net: a round ends at its crash, the last one once total operations were
+		// sent. Two minutes cut the last round short on a loaded machine (the test then failed on
+		// "sent < total" before its counts ran), so it is generous.
+		case <-time.After(6 * time.Minute):
 		}
 		finish()
 	})
