@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -89,6 +90,14 @@ type Server struct {
 	front    *front
 	srv      *http.Server
 	patterns []string
+
+	// fresh holds the connections accepted that have not carried a request yet.
+	// http.Server.Shutdown waits for such a connection until it is five seconds old, longer than
+	// the shutdown timeout, so a client that had just dialled (an HTTP transport dials ahead and
+	// may park the connection unused) made a clean stop fail. They hold no request: Run closes
+	// them once it stops accepting.
+	freshMu sync.Mutex
+	fresh   map[net.Conn]struct{}
 }
 
 // New listens on cfg.Addr at once, so that an address in use is reported at start with the
@@ -146,10 +155,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.AccessLog {
 		handler = accessLog(handler, logger)
 	}
-	s := &Server{cfg: cfg, logger: logger, listener: newConnLimiter(ln, cfg.MaxConnections, m), front: h, patterns: routes.patterns}
+	s := &Server{cfg: cfg, logger: logger, listener: newConnLimiter(ln, cfg.MaxConnections, m), front: h, patterns: routes.patterns, fresh: map[net.Conn]struct{}{}}
 	s.srv = &http.Server{
 		Handler:           handler,
 		ConnContext:       connContext,
+		ConnState:         s.trackFresh,
 		ReadTimeout:       cfg.ReadTimeout,
 		ReadHeaderTimeout: min(cfg.ReadTimeout, 5*time.Second),
 		WriteTimeout:      cfg.WriteTimeout,
@@ -180,7 +190,22 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
-	err := s.srv.Shutdown(sctx)
+	shut := make(chan error, 1)
+	go func() { shut <- s.srv.Shutdown(sctx) }()
+	// Shutdown closes the listener at once; what it accepted before and that still has no
+	// request is closed here, until Shutdown returns.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var err error
+wait:
+	for {
+		select {
+		case err = <-shut:
+			break wait
+		case <-tick.C:
+			s.closeFresh()
+		}
+	}
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		return fmt.Errorf("http server: %w", serr)
 	}
@@ -189,4 +214,26 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("http server shutdown: %w", err)
 	}
 	return nil
+}
+
+// trackFresh is the server's ConnState hook: it keeps the connections that have not carried a
+// request yet.
+func (s *Server) trackFresh(c net.Conn, st http.ConnState) {
+	s.freshMu.Lock()
+	defer s.freshMu.Unlock()
+	if st == http.StateNew {
+		s.fresh[c] = struct{}{}
+		return
+	}
+	delete(s.fresh, c)
+}
+
+// closeFresh closes the connections that have not carried a request yet.
+func (s *Server) closeFresh() {
+	s.freshMu.Lock()
+	defer s.freshMu.Unlock()
+	for c := range s.fresh {
+		_ = c.Close()
+		delete(s.fresh, c)
+	}
 }

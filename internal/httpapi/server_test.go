@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -231,4 +232,33 @@ func TestNewReportsAddressInUse(t *testing.T) {
 	b := setup(t, Config{})
 	_, err := New(Config{Addr: b.srv.Addr()})
 	require.ErrorContains(t, err, "listen on "+b.srv.Addr())
+}
+
+// TestStopsCleanlyBesideAConnectionWithoutRequest: a client may open a connection and not use it
+// yet (an HTTP transport dials ahead); the server's stop must not wait for it to age, which took
+// longer than the shutdown timeout and failed the stop.
+func TestStopsCleanlyBesideAConnectionWithoutRequest(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	srv, err := New(Config{Addr: "127.0.0.1:0", Registerer: reg, Gatherer: reg, Logger: anchordtest.Logger(t), ShutdownTimeout: 3 * time.Second})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	code, _ := get(t, "http://"+srv.Addr()+"/healthcheck")
+	require.Equal(t, http.StatusOK, code)
+
+	idle, err := net.Dial("tcp", srv.Addr())
+	require.NoError(t, err)
+	defer idle.Close()
+	// Let the server accept it, so that it is a connection without a request, not a pending dial.
+	time.Sleep(100 * time.Millisecond)
+
+	start := time.Now()
+	cancel()
+	require.NoError(t, anchordtest.WaitOrTimeout(t, done, 10*time.Second))
+	require.Less(t, time.Since(start), 2*time.Second, "the stop waited for the unused connection")
+	_ = idle.SetReadDeadline(time.Now().Add(2 * time.Second))
+	_, err = idle.Read(make([]byte, 1))
+	require.Error(t, err, "the unused connection is closed")
 }
