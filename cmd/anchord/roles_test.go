@@ -28,10 +28,12 @@ func TestSeparateSubmittersSurviveAKill(t *testing.T) {
 		"--submitter-interval", "50ms", "--submitter-backoff-initial", "50ms", "--submitter-backoff-max", "200ms",
 		"--submitter-claim-ttl", "3s", "--ledger-request-timeout", "1s",
 		"--ledger-status-poll-interval", "100ms", "--task-manager-check-interval", "200ms"}
-	// The API instance runs submitters too ("all"); two more run nothing else.
+	// The API instance runs submitters too ("all"); two more run nothing else. Batches of at
+	// most 10 operations make 20 or more submissions of the 200 creates, so the ledger's faults
+	// are met whatever the speed of intake (with few large batches, none was).
 	apiAddr := anchordtest.FreeAddr(t)
 	api := anchordtest.StartProcess(t, anchordtest.ProcessConfig{
-		Args: append([]string{"serve", "--host-url", apiAddr, "--batch-writer-timeout", "100ms"}, ledgerArgs...), Addr: apiAddr,
+		Args: append([]string{"serve", "--host-url", apiAddr, "--batch-writer-timeout", "100ms", "--max-operation-count", "10"}, ledgerArgs...), Addr: apiAddr,
 	})
 	api.WaitHealthy(60 * time.Second)
 	var subs []*anchordtest.Process
