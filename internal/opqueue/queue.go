@@ -266,6 +266,12 @@ func (q *Queue) Status(now time.Time) Status {
 	if !now.Before(q.lastAvailable) {
 		return Status{Available: len(q.pending), Oldest: q.oldestEnqueued}
 	}
+	return q.walkStatus(now)
+}
+
+// walkStatus is Status found by walking pending, what the bounds stand in for while nothing backs
+// off. Callers hold mu.
+func (q *Queue) walkStatus(now time.Time) Status {
 	var s Status
 	for _, op := range q.pending {
 		if op.AvailableAt.After(now) {

@@ -8,24 +8,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// scanStatus is what Status answers, computed by walking pending.
+// scanStatus is what Status answers, found by walking pending.
 func scanStatus(q *Queue, now time.Time) Status {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	var s Status
-	for _, op := range q.pending {
-		if op.AvailableAt.After(now) {
-			if s.NextAvailable.IsZero() || op.AvailableAt.Before(s.NextAvailable) {
-				s.NextAvailable = op.AvailableAt
-			}
-			continue
-		}
-		s.Available++
-		if s.Oldest.IsZero() || op.EnqueuedAt.Before(s.Oldest) {
-			s.Oldest = op.EnqueuedAt
-		}
-	}
-	return s
+	return q.walkStatus(now)
 }
 
 // TestStatusMatchesAScanOfThePending drives a queue through adds, batches taken and given back
