@@ -53,6 +53,10 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	sup := &supervisor{logger: logger.With("component", "supervisor"), timeout: cfg.ShutdownTimeout}
 	// The database closes last, since every stage above writes to it.
 	sup.onStop(StageDatabase, "store", st.Close)
+	if s, ok := st.(*sqlitestore.Store); ok && s.Checkpointer() != nil {
+		// It runs until the database closes: every stage above commits to the WAL it copies.
+		sup.add(StageDatabase, "sqlite-checkpointer", s.Checkpointer().Run)
+	}
 	srv, err := assemble(ctx, cfg, st, logger, reg, sup, opts.Build)
 	if err != nil {
 		sup.abort()

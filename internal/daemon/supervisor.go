@@ -19,7 +19,7 @@ import (
 //	consumers  stop taking messages, handing back what they hold, while writers still run;
 //	writers    flush: the batch writer cuts and anchors what is pending, then exits;
 //	broker     closes once nothing publishes or consumes any more;
-//	database   closes last, since every stage above writes to it.
+//	database   closes last, since every stage above writes to it (its WAL checkpointer stops with it).
 const (
 	StageHTTP      = "http"
 	StageConsumers = "consumers"

@@ -25,10 +25,10 @@ func TestIndexByAnchorKeepsIndexedOperations(t *testing.T) {
 	require.Positive(t, i, "migration 20 exists")
 
 	path := filepath.Join(t.TempDir(), FileName)
-	writer, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault, MmapSizeDefault))
+	writer, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault, MmapSizeDefault, false))
 	require.NoError(t, err)
 	writer.SetMaxOpenConns(1)
-	reader, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault, MmapSizeDefault))
+	reader, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault, MmapSizeDefault, false))
 	require.NoError(t, err)
 	s := &Store{writer: writer, reader: reader, path: path, logger: slog.New(slog.DiscardHandler)}
 	s.executor = executor{w: writer, r: reader}

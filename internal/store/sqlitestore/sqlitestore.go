@@ -62,7 +62,11 @@ type Config struct {
 	// MmapSize bounds the bytes of the database file read through a memory map; beyond it
 	// pages are read with pread into the page cache. Zero means MmapSizeDefault, negative off.
 	MmapSize int64
-	Logger   *slog.Logger
+	// CheckpointInterval is the period of the background Checkpointer; zero means
+	// CheckpointIntervalDefault, negative none: the writer then checkpoints at commit, each time
+	// the WAL passes 10,000 pages (tests that run no supervisor use that).
+	CheckpointInterval time.Duration
+	Logger             *slog.Logger
 	// Registerer receives the connection-pool metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 }
@@ -72,6 +76,8 @@ type Store struct {
 	executor
 	writer *sql.DB
 	reader *sql.DB
+	ckptDB *sql.DB // the Checkpointer's connection; nil without one
+	ckpt   *Checkpointer
 	path   string
 	logger *slog.Logger
 }
@@ -115,7 +121,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	case mmap < 0:
 		mmap = 0
 	}
-	writer, err := sql.Open("sqlite", dsn(path, false, sync, mmap))
+	background := cfg.CheckpointInterval >= 0
+	writer, err := sql.Open("sqlite", dsn(path, false, sync, mmap, background))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
@@ -125,7 +132,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0)
 
-	reader, err := sql.Open("sqlite", dsn(path, true, sync, mmap))
+	reader, err := sql.Open("sqlite", dsn(path, true, sync, mmap, false))
 	if err != nil {
 		_ = writer.Close()
 		return nil, fmt.Errorf("open sqlite store: %w", err)
@@ -136,6 +143,22 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 
 	s := &Store{writer: writer, reader: reader, path: path, logger: logger}
 	s.executor = executor{w: writer, r: reader}
+	if background {
+		// Its own connection: a checkpoint on the writer's would hold the write connection for
+		// as long as it runs, which is what it is there to avoid.
+		if s.ckptDB, err = sql.Open("sqlite", dsn(path, false, sync, mmap, true)); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open sqlite store: %w", err)
+		}
+		s.ckptDB.SetMaxOpenConns(1)
+		s.ckptDB.SetMaxIdleConns(1)
+		s.ckptDB.SetConnMaxLifetime(0)
+		interval := cmp.Or(cfg.CheckpointInterval, CheckpointIntervalDefault)
+		if s.ckpt, err = newCheckpointer(s.ckptDB, writer, interval, logger, cfg.Registerer); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open sqlite store: %w", err)
+		}
+	}
 
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
@@ -182,7 +205,9 @@ func createPrivate(path string) error {
 	return nil
 }
 
-func dsn(path string, readOnly bool, synchronous string, mmapSize int64) string {
+// dsn is the data source name of a connection to path. noAutoCheckpoint turns the commit-time
+// checkpoint off, for a writer whose WAL the Checkpointer copies instead.
+func dsn(path string, readOnly bool, synchronous string, mmapSize int64, noAutoCheckpoint bool) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -204,7 +229,11 @@ func dsn(path string, readOnly bool, synchronous string, mmapSize int64) string 
 	// Checkpoint the WAL every ~40 MB instead of every 4 MB: pages rewritten by many commits
 	// (the queue's hot pages) are copied to the database file once per checkpoint, not once per
 	// 1,000 pages. Measured +5-8 % operations/s under load; the WAL file grows accordingly.
-	q.Add("_pragma", "wal_autocheckpoint(10000)")
+	if noAutoCheckpoint {
+		q.Add("_pragma", "wal_autocheckpoint(0)")
+	} else {
+		q.Add("_pragma", "wal_autocheckpoint(10000)")
+	}
 	q.Add("_time_format", "sqlite")
 	if readOnly {
 		q.Add("_pragma", "query_only(ON)")
@@ -234,6 +263,9 @@ func (s *Store) Close() {
 		_ = s.didOps.Close()
 	}
 	_ = s.reader.Close()
+	if s.ckptDB != nil {
+		_ = s.ckptDB.Close()
+	}
 	// Checkpointing on close keeps the WAL file small between runs; a failure is harmless.
 	_, _ = s.writer.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 	_ = s.writer.Close()
