@@ -50,7 +50,7 @@ func embedded(ctx context.Context, c *core) error {
 	obs, err := c.writePath(writeParts{
 		queue: queue, intake: queue, restore: queue.Restore, backend: backend,
 		reservations: pending, release: pending.Release,
-		known: known, observerPoll: embeddedObserverPoll,
+		known: known, observerPoll: embeddedObserverPoll, indexTxRows: observer.IndexTxRowsOneWriter,
 	})
 	if err != nil {
 		return err

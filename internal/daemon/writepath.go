@@ -36,6 +36,7 @@ type writeParts struct {
 	known        *observer.Known
 	announcer    pubsub.Publisher
 	observerPoll time.Duration
+	indexTxRows  int
 }
 
 // writePath builds the observer and resolver, the batch writer, intake, the dead-letter service,
@@ -44,7 +45,7 @@ type writeParts struct {
 func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 	resolver := observer.NewResolver(c.profile, c.st, p.known, c.cfg.StateCacheSize)
 	obs, err := observer.New(observer.Config{
-		Profile: c.profile, Limits: c.limits, PollInterval: p.observerPoll, ReleaseFunc: p.release, ReleaseTxFunc: p.releaseTx,
+		Profile: c.profile, Limits: c.limits, PollInterval: p.observerPoll, ReleaseFunc: p.release, ReleaseTxFunc: p.releaseTx, IndexTxRows: p.indexTxRows,
 		Known: p.known, Resolver: resolver, Announcer: p.announcer, IndexedFunc: c.notifyIndexed, Logger: c.log("observer"), Registerer: c.reg,
 	}, c.st, c.cas.FetchFunc)
 	if err != nil {

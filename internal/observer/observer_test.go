@@ -212,6 +212,95 @@ func TestFetchFailureLeavesAnchorForLater(t *testing.T) {
 	require.Len(t, rows, 1)
 }
 
+// cutTx fails one InTx (the cut-th, counting from 1), as a crash or a lost disk between two of
+// them would, and passes the others through.
+type cutTx struct {
+	store.Store
+	cut, calls int
+}
+
+func (c *cutTx) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Executor) error) error {
+	c.calls++
+	if c.calls == c.cut {
+		return errors.New("cut between transactions")
+	}
+	return c.Store.InTx(ctx, fn)
+}
+
+// TestSlicedIndexIsCompletedOnceAfterACut: an anchor indexed in slices (Config.IndexTxRows) and
+// cut after its first slice committed is indexed again from the start: every operation ends up
+// indexed once, and the anchor marked observed only then. The resolver's trusted cache must not
+// keep a state read between the slices.
+func TestSlicedIndexIsCompletedOnceAfterACut(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	b := setup(t, st)
+	ctx := context.Background()
+	known, err := LoadKnown(ctx, st)
+	require.NoError(t, err)
+	cut := &cutTx{Store: st}
+	r := NewResolver(sidetree.DefaultProfile(), st, known, 0)
+	o, err := New(Config{Profile: sidetree.DefaultProfile(), IndexTxRows: 3, Known: known, Resolver: r, Logger: anchordtest.Logger(t)}, cut, b.cas.FetchFunc)
+	require.NoError(t, err)
+
+	// x exists already; the sliced anchor updates it in its last slice.
+	x, createX, err := b.wallet.Create()
+	require.NoError(t, err)
+	b.anchorOps(t, createX)
+	_, err = o.runOnce(ctx)
+	require.NoError(t, err)
+	var ids []*wallet.Identity
+	var reqs [][]byte
+	for range 6 {
+		id, req, err := b.wallet.Create()
+		require.NoError(t, err)
+		ids, reqs = append(ids, id), append(reqs, req)
+	}
+	update, err := b.wallet.Update(x)
+	require.NoError(t, err)
+	a := b.anchorOps(t, append(reqs, update)...)
+
+	// Slices of 3, 3 and 1 (the last one marks the anchor); the second is cut.
+	cut.cut = cut.calls + 2
+	_, err = o.runOnce(ctx)
+	require.ErrorContains(t, err, "cut between transactions")
+	before, err := r.State(ctx, x.Suffix)
+	require.NoError(t, err)
+	require.NotEqual(t, x.UpdateKey.Commitment(), before.UpdateCommitment, "the update is not indexed yet")
+	got, err := st.AnchorGet(ctx, a.Seq)
+	require.NoError(t, err)
+	require.Nil(t, got.ObservedAt)
+	for i, id := range ids {
+		rows, err := st.DIDOperationList(ctx, id.Suffix)
+		require.NoError(t, err)
+		require.Len(t, rows, map[bool]int{true: 1, false: 0}[i < 3], "operation %d after the cut", i)
+		// Cache what a reader would see now: the first slice resolves, the rest do not.
+		state, err := r.State(ctx, id.Suffix)
+		require.NoError(t, err)
+		require.Equal(t, i < 3, state != nil, "operation %d after the cut", i)
+	}
+
+	res, err := o.runOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, a.Seq, res.Seq)
+	require.Equal(t, 7, res.Operations)
+	for i, id := range ids {
+		rows, err := st.DIDOperationList(ctx, id.Suffix)
+		require.NoError(t, err)
+		require.Len(t, rows, 1, "operation %d", i)
+		state, err := r.State(ctx, id.Suffix)
+		require.NoError(t, err)
+		require.NotNil(t, state, "operation %d", i)
+		require.True(t, state.Published)
+	}
+	after, err := r.State(ctx, x.Suffix)
+	require.NoError(t, err)
+	require.Equal(t, x.UpdateKey.Commitment(), after.UpdateCommitment, "a state cached between the slices was kept")
+	res, err = o.runOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, res.Seq, "the anchor is observed")
+}
+
 func TestInvalidBatchIsObservedEmpty(t *testing.T) {
 	t.Parallel()
 	st := storetest.Open(t, storetest.SQLiteOpener(t))
