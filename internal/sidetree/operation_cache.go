@@ -44,7 +44,18 @@ func NewOperationCache(p Profile, maxBytes int) *OperationCache {
 }
 
 // Resolve is Resolve with c's profile, parsing through c.
+//
+// A history of one operation is parsed without the cache, and not kept: the cache is for
+// histories that grow, and a DID that was only created has nothing to parse again until its next
+// operation (its state is what the resolver keeps). With a million such DIDs resolved at random,
+// admitting each create turned the cache over for a hit rate near 1 %, at the cost of a copy of
+// each request and 32 MiB more heap for the collector to scan: one cluster instance resolved
+// 7,922 → 7,004 GET/s. A DID's create is admitted with its second operation, when the history
+// has started to grow.
 func (c *OperationCache) Resolve(suffix string, ops []AnchoredOperation) *State {
+	if len(ops) == 1 {
+		return Resolve(c.p, suffix, ops)
+	}
 	return resolve(suffix, ops, c.parse)
 }
 

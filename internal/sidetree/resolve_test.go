@@ -281,6 +281,21 @@ func TestOperationCacheStaysWithinItsBound(t *testing.T) {
 	}
 }
 
+// TestOperationCacheKeepsOnlyGrowingHistories: a DID with one operation is resolved without
+// filling the cache; its create is kept once a second operation joins it.
+func TestOperationCacheKeepsOnlyGrowingHistories(t *testing.T) {
+	t.Parallel()
+	d, create := newDID(t)
+	c := sidetree.NewOperationCache(sidetree.DefaultProfile(), 0)
+	require.Equal(t, sidetree.Resolve(sidetree.DefaultProfile(), d.id.Suffix, history(create)), c.Resolve(d.id.Suffix, history(create)))
+	entries, _ := c.Held()
+	require.Zero(t, entries)
+	ops := history(create, d.update(t, service("s")))
+	require.Equal(t, sidetree.Resolve(sidetree.DefaultProfile(), d.id.Suffix, ops), c.Resolve(d.id.Suffix, ops))
+	entries, _ = c.Held()
+	require.Equal(t, 2, entries)
+}
+
 func TestStateCheck(t *testing.T) {
 	t.Parallel()
 	p := sidetree.DefaultProfile()
