@@ -269,7 +269,8 @@ func (c *crashClient) drive(p *anchordtest.Process, stop <-chan struct{}, total 
 // TestCrashAnywhereLosesNothing drives 5,000 mixed operations through the real binary and kills
 // it with SIGKILL again and again — at each failpoint of the write path (before and after the
 // queue's commit, after the batch files are stored, inside and after the anchor transaction,
-// inside the observer's transaction) and twice at random moments — restarting it on the same
+// inside the observer's transaction, between two slices of an anchor's index rows) and twice at
+// random moments — restarting it on the same
 // data directory each time. Afterwards every accepted operation is anchored exactly once, no
 // operation is anchored twice, and every DID resolves to the state its anchored operations give.
 func TestCrashAnywhereLosesNothing(t *testing.T) {
@@ -281,23 +282,29 @@ func TestCrashAnywhereLosesNothing(t *testing.T) {
 	rounds := []struct {
 		failpoints string
 		killAfter  time.Duration // external SIGKILL; 0: wait for the failpoint
+		args       []string      // more flags for this round
 	}{
-		{failpoint.OpQueueBeforeCommit + "=40", 0},
-		{failpoint.BatchAfterCAS + "=3", 0},
-		{failpoint.BatchBeforeCommit + "=2", 0},
-		{failpoint.OpQueueAfterCommit + "=60", 0},
-		{failpoint.BatchAfterCommit + "=2", 0},
-		{failpoint.ObserverBeforeCommit + "=2", 0},
-		{"", 1500 * time.Millisecond},
-		{"", 2300 * time.Millisecond},
+		{failpoint.OpQueueBeforeCommit + "=40", 0, nil},
+		{failpoint.BatchAfterCAS + "=3", 0, nil},
+		{failpoint.BatchBeforeCommit + "=2", 0, nil},
+		{failpoint.OpQueueAfterCommit + "=60", 0, nil},
+		{failpoint.BatchAfterCommit + "=2", 0, nil},
+		{failpoint.ObserverBeforeCommit + "=2", 0, nil},
+		// Batches larger than a slice (observer.IndexTxRowsOneWriter), so the observer commits
+		// part of an anchor's rows before it is killed.
+		{failpoint.ObserverAfterSlice + "=1", 0, []string{"--batch-writer-timeout", "3s", "--max-operation-count", "2000"}},
+		{"", 1500 * time.Millisecond, nil},
+		{"", 2300 * time.Millisecond, nil},
 	}
 	// start returns the process once it is healthy, or once it died on the way: a failpoint
 	// may fire during start (the observer catches up on anchors a killed run left unobserved),
 	// which is a crash like any other.
-	start := func(failpoints string) (*anchordtest.Process, bool) {
+	start := func(failpoints string, more []string) (*anchordtest.Process, bool) {
 		addr := anchordtest.FreeAddr(t)
+		// A later flag wins: more overrides the batch settings.
+		args := append([]string{"serve", "--host-url", addr, "--batch-writer-timeout", "200ms", "--max-operation-count", "300"}, more...)
 		p := anchordtest.StartProcess(t, anchordtest.ProcessConfig{
-			Args: []string{"serve", "--host-url", addr, "--batch-writer-timeout", "200ms", "--max-operation-count", "300"},
+			Args: args,
 			Env:  []string{failpoint.EnvVar + "=" + failpoints},
 			Dir:  dir, Addr: addr,
 		})
@@ -312,7 +319,7 @@ func TestCrashAnywhereLosesNothing(t *testing.T) {
 		return p, true
 	}
 	for i, r := range rounds {
-		p, up := start(r.failpoints)
+		p, up := start(r.failpoints, r.args)
 		if !up {
 			code, err := p.Wait(30 * time.Second)
 			require.NoError(t, err)
@@ -339,7 +346,7 @@ func TestCrashAnywhereLosesNothing(t *testing.T) {
 
 	// The last run: no kill. Send the rest, then wait until everything accepted is anchored and
 	// the queue is empty.
-	p, _ := start("")
+	p, _ := start("", nil)
 	c.drive(p, make(chan struct{}), total)
 	t.Logf("%s all operations sent", time.Since(began).Round(time.Millisecond))
 	api := c.api()

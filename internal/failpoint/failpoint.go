@@ -33,6 +33,7 @@ const (
 	BatchBeforeCommit    = "batch-before-commit"    // anchor written and batch acked inside the transaction
 	BatchAfterCommit     = "batch-after-commit"     // anchor committed, observer not yet told
 	ObserverBeforeCommit = "observer-before-commit" // index rows written inside the transaction
+	ObserverAfterSlice   = "observer-after-slice"   // some of an anchor's index rows committed, the anchor not marked observed
 
 	ObserverBeforeForeignCommit = "observer-before-foreign-commit" // another domain's anchor and its index rows written inside the transaction
 	RelayBeforePublish          = "relay-before-publish"           // an anchor of ours indexed, its Create not yet built

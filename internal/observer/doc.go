@@ -6,6 +6,10 @@
 // observed. The mark is conditional (observed_at IS NULL), so an anchor is indexed exactly once
 // even when several observers race or one crashes between reading and committing: the loser's
 // transaction rolls back, and a crash before the commit leaves the anchor to be observed again.
+// Embedded, a large anchor's rows are committed in slices before that transaction
+// (Config.IndexTxRows), so intake's commits are not held up behind all of them; rows are keyed by
+// (anchor, position) and inserted only if absent, so an anchor cut between slices is indexed
+// again from its start without duplicates.
 //
 // Another domain's anchor reaches the index through ObserveForeign, which records the anchor
 // (its origin and hashlink, completed and observed) and indexes the operations its caller keeps

@@ -363,6 +363,7 @@ func (o *Observer) indexSlice(ctx context.Context, seq int64, ops []store.DIDOpe
 	if err != nil {
 		return fmt.Errorf("observe anchor %d: %w", seq, err)
 	}
+	failpoint.Hit(failpoint.ObserverAfterSlice)
 	return nil
 }
 
