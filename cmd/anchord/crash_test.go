@@ -292,7 +292,7 @@ func TestCrashAnywhereLosesNothing(t *testing.T) {
 		{failpoint.ObserverBeforeCommit + "=2", 0, nil},
 		// Batches larger than a slice (observer.IndexTxRowsOneWriter), so the observer commits
 		// part of an anchor's rows before it is killed.
-		{failpoint.ObserverAfterSlice + "=1", 0, []string{"--batch-writer-timeout", "3s", "--max-operation-count", "2000"}},
+		{failpoint.ObserverAfterSlice + "=1", 0, []string{"--batch-writer-timeout", "5s", "--max-operation-count", "5000"}},
 		{"", 1500 * time.Millisecond, nil},
 		{"", 2300 * time.Millisecond, nil},
 	}

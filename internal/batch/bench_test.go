@@ -18,7 +18,7 @@ import (
 	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/sidetree/wallet"
 	"github.com/anchord/anchord/internal/store"
-	"github.com/anchord/anchord/internal/store/storetest"
+	"github.com/anchord/anchord/internal/store/sqlitestore"
 )
 
 // benchBatch is a full batch (MAX_OPERATION_COUNT).
@@ -29,8 +29,8 @@ const benchHeld = 200_000
 
 // pathBench is the embedded write path as the daemon wires it (daemon.writePath): the
 // operation queue, the batch writer storing its files in the database CAS inside the anchor
-// transaction, the local anchor backend, and the observer with the known-suffix filter and the
-// resolver's cache.
+// transaction, the local anchor backend, the observer with the known-suffix filter, the
+// resolver's cache and index slices, and the store's background WAL checkpointer.
 type pathBench struct {
 	st     store.Store
 	q      *opqueue.Queue
@@ -44,8 +44,14 @@ type pathBench struct {
 func newPathBench(b *testing.B) *pathBench {
 	b.Helper()
 	ctx := context.Background()
-	p := &pathBench{st: storetest.Open(b, storetest.SQLiteOpener(b))}
 	logger := anchordtest.DiscardLogger()
+	st, err := sqlitestore.Open(ctx, sqlitestore.Config{DataDir: b.TempDir(), CheckpointInterval: sqlitestore.CheckpointIntervalDefault, Logger: logger})
+	require.NoError(b, err)
+	cctx, ccancel := context.WithCancel(ctx)
+	cdone := make(chan error, 1)
+	go func() { cdone <- st.Checkpointer().Run(cctx) }()
+	b.Cleanup(func() { ccancel(); <-cdone; st.Close() })
+	p := &pathBench{st: st}
 	q, err := opqueue.New(opqueue.Config{InstanceID: "local", MaxBacklog: 4 * benchBatch, Logger: logger}, p.st)
 	require.NoError(b, err)
 	p.q = q
@@ -63,7 +69,8 @@ func newPathBench(b *testing.B) *pathBench {
 	profile := sidetree.DefaultProfile()
 	known := observer.NewKnown()
 	p.obs, err = observer.New(observer.Config{
-		Profile: profile, Known: known, Resolver: observer.NewResolver(profile, p.st, known, 0), Logger: logger,
+		Profile: profile, Known: known, Resolver: observer.NewResolver(profile, p.st, known, 0),
+		IndexTxRows: observer.IndexTxRowsOneWriter, Logger: logger,
 	}, p.st, cs.FetchFunc)
 	require.NoError(b, err)
 	p.w, err = New(Config{

@@ -117,7 +117,8 @@ func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *sl
 func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, reg prometheus.Registerer) (store.Store, error) {
 	log := logger.With("component", "store")
 	if cfg.DatabaseURL == "" {
-		s, err := sqlitestore.Open(ctx, sqlitestore.Config{DataDir: cfg.DataDir, Synchronous: cfg.SQLiteSynchronous, MmapSize: mmapSize(cfg.SQLiteMmapSize), Logger: log, Registerer: reg})
+		s, err := sqlitestore.Open(ctx, sqlitestore.Config{DataDir: cfg.DataDir, Synchronous: cfg.SQLiteSynchronous, MmapSize: mmapSize(cfg.SQLiteMmapSize),
+			CheckpointInterval: sqlitestore.CheckpointIntervalDefault, Logger: log, Registerer: reg})
 		if err != nil {
 			return nil, fmt.Errorf("--data-dir %s: %w", cfg.DataDir, err)
 		}

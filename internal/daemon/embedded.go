@@ -8,6 +8,7 @@ import (
 	"github.com/anchord/anchord/internal/intake"
 	"github.com/anchord/anchord/internal/observer"
 	"github.com/anchord/anchord/internal/opqueue"
+	"github.com/anchord/anchord/internal/store"
 )
 
 // embeddedInstanceID owns the op_queue rows of a single-instance deployment: it must be the same
@@ -50,7 +51,7 @@ func embedded(ctx context.Context, c *core) error {
 	obs, err := c.writePath(writeParts{
 		queue: queue, intake: queue, restore: queue.Restore, backend: backend,
 		reservations: pending, release: pending.Release,
-		known: known, observerPoll: embeddedObserverPoll, indexTxRows: observer.IndexTxRowsOneWriter,
+		known: known, observerPoll: embeddedObserverPoll, indexTxRows: indexTxRows(c.st),
 	})
 	if err != nil {
 		return err
@@ -83,4 +84,13 @@ func (c *core) queueConfig(release func(suffixes []string)) opqueue.Config {
 		InstanceID: c.instanceID, MaxBacklog: c.cfg.OpQueueMaxBacklog, Lifespan: c.cfg.OpQueueOperationLifespan,
 		Redelivery: c.cfg.Redelivery(), ReleaseFunc: release, Logger: c.log("opqueue"), Registerer: c.reg,
 	}
+}
+
+// indexTxRows is the observer's IndexTxRows for st: slices on a store with one write connection,
+// where an index transaction holds up every other commit; PostgreSQL's writers do not wait for it.
+func indexTxRows(st store.Store) int {
+	if st.Backend() == "sqlite" {
+		return observer.IndexTxRowsOneWriter
+	}
+	return 0
 }

@@ -28,9 +28,11 @@ type FetchFunc func(ctx context.Context) func(uri string, maxSize int) ([]byte, 
 
 // IndexTxRowsOneWriter is Config.IndexTxRows for a store with one write connection (SQLite). At
 // 1,500,000 DIDs and 4,000 creates/s, one transaction per anchor held the write connection ~290
-// ms and POST p99 was ~290 ms; in slices of 1,000 rows p99 was 110-145 ms, of 400 rows 58-73 ms,
-// of 200 no better (what remained was the WAL checkpoint, see sqlitestore.Checkpointer).
-const IndexTxRowsOneWriter = 400
+// ms and POST p99 was ~290 ms; in slices (with the background checkpoint) p99 per 10 s was
+// 50-97 ms at 1,000 rows, 39-70 at 600, 41-87 at 400. Smaller slices cost more: on a small index
+// consecutive slices dirty the same pages again, and a 10,000-create batch at 200,000 DIDs took
+// 181 ms of CPU in one transaction, 196 in slices of 1,000, 247 in slices of 400.
+const IndexTxRowsOneWriter = 1000
 
 // Config configures an Observer.
 type Config struct {
@@ -321,7 +323,8 @@ func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) 
 		o.mu.Unlock()
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		// Another observer indexed it first; our inserts were rolled back.
+		// Another observer indexed it first; our last transaction's inserts were rolled back
+		// (earlier slices' rows, if any, are the same rows it wrote).
 		return Result{Seq: a.Seq}, nil
 	}
 	if err != nil {

@@ -217,12 +217,17 @@ func TestFetchFailureLeavesAnchorForLater(t *testing.T) {
 type cutTx struct {
 	store.Store
 	cut, calls int
+	// before, if set, runs before the call-th InTx (counting from 1) is passed through.
+	before func(call int)
 }
 
 func (c *cutTx) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Executor) error) error {
 	c.calls++
 	if c.calls == c.cut {
 		return errors.New("cut between transactions")
+	}
+	if c.before != nil {
+		c.before(c.calls)
 	}
 	return c.Store.InTx(ctx, fn)
 }
@@ -299,6 +304,74 @@ func TestSlicedIndexIsCompletedOnceAfterACut(t *testing.T) {
 	res, err = o.runOnce(ctx)
 	require.NoError(t, err)
 	require.Zero(t, res.Seq, "the anchor is observed")
+}
+
+// TestSliceCommitIsNotHiddenByTheCache: a reader that caches a DID's state just before the slice
+// holding the DID's update commits must not have that state trusted once the slice is in the
+// index, even when a later slice fails and the anchor's last transaction never runs.
+func TestSliceCommitIsNotHiddenByTheCache(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	b := setup(t, st)
+	ctx := context.Background()
+	known, err := LoadKnown(ctx, st)
+	require.NoError(t, err)
+	cut := &cutTx{Store: st}
+	r := NewResolver(sidetree.DefaultProfile(), st, known, 0)
+	o, err := New(Config{Profile: sidetree.DefaultProfile(), IndexTxRows: 1, Known: known, Resolver: r, Logger: anchordtest.Logger(t)}, cut, b.cas.FetchFunc)
+	require.NoError(t, err)
+
+	var ids []*wallet.Identity
+	var creates [][]byte
+	for range 3 {
+		id, req, err := b.wallet.Create()
+		require.NoError(t, err)
+		ids, creates = append(ids, id), append(creates, req)
+	}
+	b.anchorOps(t, creates...)
+	_, err = o.runOnce(ctx)
+	require.NoError(t, err)
+	_, other, err := b.wallet.Create()
+	require.NoError(t, err)
+	reqs := [][]byte{other}
+	for _, id := range ids {
+		u, err := b.wallet.Update(id)
+		require.NoError(t, err)
+		reqs = append(reqs, u)
+	}
+	b.anchorOps(t, reqs...)
+
+	// Slices of one row: the create, two updates, then the last update with the mark. Just
+	// before the second slice (the first update) commits, a reader caches every updated DID's
+	// state; the third slice is cut.
+	base := cut.calls
+	cut.cut = base + 3
+	cut.before = func(call int) {
+		if call != base+2 {
+			return
+		}
+		for _, id := range ids {
+			_, err := r.State(ctx, id.Suffix)
+			require.NoError(t, err)
+		}
+	}
+	_, err = o.runOnce(ctx)
+	require.ErrorContains(t, err, "cut between transactions")
+
+	indexed := 0
+	for _, id := range ids {
+		rows, err := st.DIDOperationList(ctx, id.Suffix)
+		require.NoError(t, err)
+		state, err := r.State(ctx, id.Suffix)
+		require.NoError(t, err)
+		if len(rows) == 2 {
+			indexed++
+			require.Equal(t, id.UpdateKey.Commitment(), state.UpdateCommitment, "an update in the index is hidden by a cached state")
+		} else {
+			require.NotEqual(t, id.UpdateKey.Commitment(), state.UpdateCommitment)
+		}
+	}
+	require.Equal(t, 1, indexed, "one update's slice committed before the cut")
 }
 
 func TestInvalidBatchIsObservedEmpty(t *testing.T) {

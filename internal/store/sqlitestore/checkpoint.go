@@ -12,13 +12,15 @@ import (
 	"github.com/anchord/anchord/internal/loop"
 )
 
-// CheckpointIntervalDefault is how often the Checkpointer copies the WAL into the database file.
+// CheckpointIntervalDefault is how often the daemon's Checkpointer copies the WAL into the
+// database file (Config.CheckpointInterval).
 const CheckpointIntervalDefault = time.Second
 
 // Checkpointer copies committed pages from the WAL into the database file, in the background, on a
 // connection of its own.
 //
-// The writer connection does not checkpoint (wal_autocheckpoint(0)). When it did, the commit
+// While Run runs, the writer connection does not checkpoint (wal_autocheckpoint(0)); before and
+// after, it does, so the WAL stays bounded when nothing else copies it. When it did under load, the commit
 // that took the WAL past the threshold ran the checkpoint before returning: it copied up to
 // 10,000 pages into the database file and fsynced it while the only write connection was held,
 // and every commit queued behind it waited. Most of those pages are the per-DID suffix index's,
@@ -41,8 +43,10 @@ type Checkpointer struct {
 	interval time.Duration
 	// restartFrames is walRestartFrames, smaller in tests.
 	restartFrames int64
-	logger        *slog.Logger
-	m             *checkpointMetrics
+	// finishedAt is the WAL's length at the last finish on the writer's connection.
+	finishedAt int64
+	logger     *slog.Logger
+	m          *checkpointMetrics
 }
 
 // CheckpointResult is what one checkpoint round found.
@@ -57,8 +61,8 @@ type CheckpointResult struct {
 }
 
 // walRestartFrames is the WAL length (in pages, about 40 MB) past which a round finishes on the
-// writer's connection so that the WAL restarts: the length at which the writer used to checkpoint
-// by itself.
+// writer's connection so that the WAL restarts: the length at which the writer checkpoints by
+// itself when no Checkpointer runs (the DSN's wal_autocheckpoint).
 const walRestartFrames = 10_000
 
 type checkpointMetrics struct {
@@ -68,7 +72,7 @@ type checkpointMetrics struct {
 }
 
 // Checkpointer returns the Store's background checkpointer, or nil if the Store checkpoints at
-// commit (Config.CheckpointInterval < 0). Run must be running while the Store takes writes:
+// commit (Config.CheckpointInterval zero). Run must be running while the Store takes writes:
 // without it the WAL grows without bound.
 func (s *Store) Checkpointer() *Checkpointer { return s.ckpt }
 
@@ -98,9 +102,23 @@ func newCheckpointer(db, writer *sql.DB, interval time.Duration, logger *slog.Lo
 	return &Checkpointer{db: db, writer: writer, interval: interval, restartFrames: walRestartFrames, logger: logger, m: m}, nil
 }
 
-// Run checkpoints every interval until ctx is done. A failed round is logged and retried at the
-// next tick: commits do not depend on it, only the size of the WAL does.
+// Run checkpoints every interval until ctx is done, with the writer's own checkpoint off
+// meanwhile. A failed round is logged and retried at the next tick: commits do not depend on it,
+// only the size of the WAL does.
 func (c *Checkpointer) Run(ctx context.Context) error {
+	// The setting is the connection's: the writer pool holds its one connection for good, and a
+	// connection opened anew (after an error) starts from the DSN's, which checkpoints.
+	if _, err := c.writer.ExecContext(ctx, fmt.Sprintf("PRAGMA wal_autocheckpoint(%d)", 0)); err != nil {
+		return fmt.Errorf("checkpointer: hand over from the writer: %w", err)
+	}
+	defer func() {
+		// Back to the writer, for whatever still commits before the store closes.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := c.writer.ExecContext(rctx, fmt.Sprintf("PRAGMA wal_autocheckpoint(%d)", walRestartFrames)); err != nil {
+			c.logger.WarnContext(rctx, "checkpointer: hand back to the writer", "error", err)
+		}
+	}()
 	loop.Every(ctx, c.interval, func(ctx context.Context) {
 		if _, err := c.runOnce(ctx); err != nil && ctx.Err() == nil {
 			c.logger.WarnContext(ctx, "checkpoint the WAL", "error", err)
@@ -117,7 +135,9 @@ func (c *Checkpointer) runOnce(ctx context.Context) (CheckpointResult, error) {
 	if err != nil {
 		return CheckpointResult{}, err
 	}
-	if r.Frames >= c.restartFrames && r.Copied == r.Frames {
+	// finished: nothing was committed since the last finish, so the writer has not restarted the
+	// WAL yet and another finish would change nothing (an idle server after a burst).
+	if r.Frames >= c.restartFrames && r.Copied == r.Frames && r.Frames != c.finishedAt {
 		// More rounds here first, each copying what landed during the one before, so that
 		// the round on the writer's connection has little left to copy.
 		for range 3 {
@@ -133,6 +153,7 @@ func (c *Checkpointer) runOnce(ctx context.Context) (CheckpointResult, error) {
 			return CheckpointResult{}, err
 		}
 		r.Finished = true
+		c.finishedAt = r.Frames
 		c.m.finished.Inc()
 	}
 	c.m.duration.Observe(time.Since(start).Seconds())

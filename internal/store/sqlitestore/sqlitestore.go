@@ -62,9 +62,10 @@ type Config struct {
 	// MmapSize bounds the bytes of the database file read through a memory map; beyond it
 	// pages are read with pread into the page cache. Zero means MmapSizeDefault, negative off.
 	MmapSize int64
-	// CheckpointInterval is the period of the background Checkpointer; zero means
-	// CheckpointIntervalDefault, negative none: the writer then checkpoints at commit, each time
-	// the WAL passes 10,000 pages (tests that run no supervisor use that).
+	// CheckpointInterval, when positive, is the period of a background Checkpointer (the daemon
+	// passes CheckpointIntervalDefault). The writer checkpoints at commit, each time the WAL
+	// passes 10,000 pages, except while the Checkpointer runs: before it starts (migrations, the
+	// observer's catch-up) and without one, the WAL stays bounded.
 	CheckpointInterval time.Duration
 	Logger             *slog.Logger
 	// Registerer receives the connection-pool metrics; nil registers nothing.
@@ -121,8 +122,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	case mmap < 0:
 		mmap = 0
 	}
-	background := cfg.CheckpointInterval >= 0
-	writer, err := sql.Open("sqlite", dsn(path, false, sync, mmap, background))
+	writer, err := sql.Open("sqlite", dsn(path, false, sync, mmap, false))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
@@ -143,7 +143,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 
 	s := &Store{writer: writer, reader: reader, path: path, logger: logger}
 	s.executor = executor{w: writer, r: reader}
-	if background {
+	if cfg.CheckpointInterval > 0 {
 		// Its own connection: a checkpoint on the writer's would hold the write connection for
 		// as long as it runs, which is what it is there to avoid.
 		if s.ckptDB, err = sql.Open("sqlite", dsn(path, false, sync, mmap, true)); err != nil {
@@ -153,8 +153,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.ckptDB.SetMaxOpenConns(1)
 		s.ckptDB.SetMaxIdleConns(1)
 		s.ckptDB.SetConnMaxLifetime(0)
-		interval := cmp.Or(cfg.CheckpointInterval, CheckpointIntervalDefault)
-		if s.ckpt, err = newCheckpointer(s.ckptDB, writer, interval, logger, cfg.Registerer); err != nil {
+		if s.ckpt, err = newCheckpointer(s.ckptDB, writer, cfg.CheckpointInterval, logger, cfg.Registerer); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("open sqlite store: %w", err)
 		}
@@ -206,7 +205,7 @@ func createPrivate(path string) error {
 }
 
 // dsn is the data source name of a connection to path. noAutoCheckpoint turns the commit-time
-// checkpoint off, for a writer whose WAL the Checkpointer copies instead.
+// checkpoint off (the Checkpointer's own connection; the writer's is turned off while it runs).
 func dsn(path string, readOnly bool, synchronous string, mmapSize int64, noAutoCheckpoint bool) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
@@ -232,7 +231,7 @@ func dsn(path string, readOnly bool, synchronous string, mmapSize int64, noAutoC
 	if noAutoCheckpoint {
 		q.Add("_pragma", "wal_autocheckpoint(0)")
 	} else {
-		q.Add("_pragma", "wal_autocheckpoint(10000)")
+		q.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(walRestartFrames)+")")
 	}
 	q.Add("_time_format", "sqlite")
 	if readOnly {
