@@ -232,21 +232,29 @@ func (c *cutTx) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 	return c.Store.InTx(ctx, fn)
 }
 
+// slicedObserver is an embedded observer (known filter, trusted resolver cache) indexing in slices
+// of rows, on a SQLite store whose transactions cut can fail.
+func slicedObserver(t *testing.T, rows int) (store.Store, *testBundle, *cutTx, *Resolver, *Observer) {
+	t.Helper()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	b := setup(t, st)
+	known, err := LoadKnown(context.Background(), st)
+	require.NoError(t, err)
+	cut := &cutTx{Store: st}
+	r := NewResolver(sidetree.DefaultProfile(), st, known, 0)
+	o, err := New(Config{Profile: sidetree.DefaultProfile(), IndexTxRows: rows, Known: known, Resolver: r, Logger: anchordtest.Logger(t)}, cut, b.cas.FetchFunc)
+	require.NoError(t, err)
+	return st, b, cut, r, o
+}
+
 // TestSlicedIndexIsCompletedOnceAfterACut: an anchor indexed in slices (Config.IndexTxRows) and
 // cut after its first slice committed is indexed again from the start: every operation ends up
 // indexed once, and the anchor marked observed only then. The resolver's trusted cache must not
 // keep a state read between the slices.
 func TestSlicedIndexIsCompletedOnceAfterACut(t *testing.T) {
 	t.Parallel()
-	st := storetest.Open(t, storetest.SQLiteOpener(t))
-	b := setup(t, st)
+	st, b, cut, r, o := slicedObserver(t, 3)
 	ctx := context.Background()
-	known, err := LoadKnown(ctx, st)
-	require.NoError(t, err)
-	cut := &cutTx{Store: st}
-	r := NewResolver(sidetree.DefaultProfile(), st, known, 0)
-	o, err := New(Config{Profile: sidetree.DefaultProfile(), IndexTxRows: 3, Known: known, Resolver: r, Logger: anchordtest.Logger(t)}, cut, b.cas.FetchFunc)
-	require.NoError(t, err)
 
 	// x exists already; the sliced anchor updates it in its last slice.
 	x, createX, err := b.wallet.Create()
@@ -311,15 +319,8 @@ func TestSlicedIndexIsCompletedOnceAfterACut(t *testing.T) {
 // index, even when a later slice fails and the anchor's last transaction never runs.
 func TestSliceCommitIsNotHiddenByTheCache(t *testing.T) {
 	t.Parallel()
-	st := storetest.Open(t, storetest.SQLiteOpener(t))
-	b := setup(t, st)
+	st, b, cut, r, o := slicedObserver(t, 1)
 	ctx := context.Background()
-	known, err := LoadKnown(ctx, st)
-	require.NoError(t, err)
-	cut := &cutTx{Store: st}
-	r := NewResolver(sidetree.DefaultProfile(), st, known, 0)
-	o, err := New(Config{Profile: sidetree.DefaultProfile(), IndexTxRows: 1, Known: known, Resolver: r, Logger: anchordtest.Logger(t)}, cut, b.cas.FetchFunc)
-	require.NoError(t, err)
 
 	var ids []*wallet.Identity
 	var creates [][]byte
@@ -329,7 +330,7 @@ func TestSliceCommitIsNotHiddenByTheCache(t *testing.T) {
 		ids, creates = append(ids, id), append(creates, req)
 	}
 	b.anchorOps(t, creates...)
-	_, err = o.runOnce(ctx)
+	_, err := o.runOnce(ctx)
 	require.NoError(t, err)
 	_, other, err := b.wallet.Create()
 	require.NoError(t, err)

@@ -108,7 +108,7 @@ func newCheckpointer(db, writer *sql.DB, interval time.Duration, logger *slog.Lo
 func (c *Checkpointer) Run(ctx context.Context) error {
 	// The setting is the connection's: the writer pool holds its one connection for good, and a
 	// connection opened anew (after an error) starts from the DSN's, which checkpoints.
-	if _, err := c.writer.ExecContext(ctx, fmt.Sprintf("PRAGMA wal_autocheckpoint(%d)", 0)); err != nil {
+	if _, err := c.writer.ExecContext(ctx, "PRAGMA wal_autocheckpoint(0)"); err != nil {
 		return fmt.Errorf("checkpointer: hand over from the writer: %w", err)
 	}
 	defer func() {
