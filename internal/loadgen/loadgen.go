@@ -2,7 +2,6 @@ package loadgen
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,7 +33,8 @@ type runner struct {
 	targets []string
 	next    atomic.Uint64 // round-robin over targets
 	mix     mix
-	client  *http.Client
+	client  *http.Client // the pre-flight's and the followers' requests
+	wire    *wire        // the measured requests
 	wallet  *wallet.Wallet
 	keys    []*wallet.Key
 	stats   *stats
@@ -66,6 +66,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		},
 	}
 	defer r.client.CloseIdleConnections()
+	if r.wire, err = newWire(r.targets, 4*cfg.Concurrency, 30*time.Second); err != nil {
+		return Summary{}, err
+	}
+	defer r.wire.close()
 	if err := r.preflight(ctx, out); err != nil {
 		return Summary{}, err
 	}
@@ -310,20 +314,12 @@ func (r *runner) target() string {
 // load balancer would: the same operation twice is still one operation to anchord.
 func (r *runner) post(ctx context.Context, kind, suffix, reveal string, body []byte) bool {
 	start := time.Now()
-	var resp *http.Response
+	var status int
+	var respBody []byte
 	var err error
 	for try := 0; try < len(r.targets); try++ {
-		var req *http.Request
-		req, err = http.NewRequestWithContext(ctx, http.MethodPost, r.target()+"/sidetree/v1/operations", bytes.NewReader(body))
-		if err != nil {
-			r.stats.posted(kind, 0, "request")
-			return false
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err = r.client.Do(req)
-		if err == nil && resp.StatusCode == http.StatusServiceUnavailable && try+1 < len(r.targets) {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+		status, respBody, err = r.wire.do(ctx, r.target(), http.MethodPost, "/sidetree/v1/operations", "application/json", body, true)
+		if err == nil && status == http.StatusServiceUnavailable && try+1 < len(r.targets) {
 			continue
 		}
 		if err == nil || ctx.Err() != nil {
@@ -335,14 +331,12 @@ func (r *runner) post(ctx context.Context, kind, suffix, reveal string, body []b
 		r.stats.posted(kind, lat, "transport")
 		return false
 	}
-	respBody, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if status != http.StatusOK {
 		var eb struct {
 			Code string `json:"code"`
 		}
 		_ = json.Unmarshal(respBody, &eb)
-		r.stats.posted(kind, lat, fmt.Sprintf("%d:%s", resp.StatusCode, eb.Code))
+		r.stats.posted(kind, lat, fmt.Sprintf("%d:%s", status, eb.Code))
 		return false
 	}
 	r.stats.posted(kind, lat, "")

@@ -68,17 +68,9 @@ func (r *runner) pickDID() string {
 // decoded: the generator shares the machine, and the figure is the server's.
 func (r *runner) get(ctx context.Context, suffix string) {
 	start := time.Now()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.target()+"/sidetree/v1/identifiers/did:"+r.cfg.Method+":"+suffix, nil)
+	status, _, err := r.wire.do(ctx, r.target(), http.MethodGet, "/sidetree/v1/identifiers/did:"+r.cfg.Method+":"+suffix, "", nil, false)
 	if err != nil {
-		r.stats.got(time.Since(start), 0)
-		return
+		status = 0
 	}
-	resp, err := r.client.Do(req)
-	if err != nil {
-		r.stats.got(time.Since(start), 0)
-		return
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	r.stats.got(time.Since(start), resp.StatusCode)
+	r.stats.got(time.Since(start), status)
 }
