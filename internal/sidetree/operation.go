@@ -44,7 +44,8 @@ type Operation struct {
 	Suffix string
 	// Request is the request in compact JSON with a fixed member order (type, suffixData |
 	// didSuffix, revealValue, signedData, delta), nested objects as received. This is what to
-	// store and queue: the batch reader reconstructs exactly these bytes from batch files.
+	// store and queue: the batch reader reconstructs exactly these bytes from batch files. It is
+	// nil for an anchored operation parsed to resolve a DID, which came from those bytes.
 	Request []byte
 	// SuffixData is set for creates.
 	SuffixData *SuffixData
@@ -101,7 +102,7 @@ func ParseOperation(body []byte, p Profile) (*Operation, error) {
 }
 
 func parseOperation(body []byte, p Profile, mode parseMode) (*Operation, *Error) {
-	v, err := jsontree.Parse(body)
+	v, err := jsontree.ParseShared(body)
 	if err != nil {
 		return nil, Wrap(CodeInvalidJSON, err, "")
 	}
@@ -175,7 +176,9 @@ func parseCreate(v *jsontree.Value, p Profile, mode parseMode) (*Operation, *Err
 			return nil, Errorf(CodeCommitmentReuse, "delta.updateCommitment equals suffixData.recoveryCommitment: one key cannot be both the update and the recovery key")
 		}
 	}
-	op.Request = buildRequest(op, v.Member("delta"))
+	if mode == modeRequest {
+		op.Request = buildRequest(op, v.Member("delta"))
+	}
 	return op, nil
 }
 
@@ -279,7 +282,9 @@ func parseSigned(v *jsontree.Value, typ OperationType, p Profile, mode parseMode
 			return nil, err
 		}
 	}
-	op.Request = buildRequest(op, v.Member("delta"))
+	if mode == modeRequest {
+		op.Request = buildRequest(op, v.Member("delta"))
+	}
 	return op, nil
 }
 
