@@ -102,7 +102,7 @@ func ParseOperation(body []byte, p Profile) (*Operation, error) {
 }
 
 func parseOperation(body []byte, p Profile, mode parseMode) (*Operation, *Error) {
-	v, err := jsontree.ParseShared(body)
+	v, err := jsontree.Parse(body)
 	if err != nil {
 		return nil, Wrap(CodeInvalidJSON, err, "")
 	}

@@ -88,25 +88,12 @@ type jsonParser struct {
 	data  []byte
 	pos   int
 	depth int
-	// shared, when set, is data as a string: unescaped strings and numbers are slices of it
-	// rather than copies of their own.
-	shared string
 }
 
 // Parse parses one complete JSON text (RFC 8259, UTF-8, no duplicate names, no lone
 // surrogates, finite numbers).
 func Parse(data []byte) (Value, error) {
-	return parse(jsonParser{data: data})
-}
-
-// ParseShared is Parse for a small text whose values are kept together: the strings of the
-// result share one copy of data instead of a copy each (an operation request has some thirty),
-// so any one of them kept keeps all of data.
-func ParseShared(data []byte) (Value, error) {
-	return parse(jsonParser{data: data, shared: string(data)})
-}
-
-func parse(p jsonParser) (Value, error) {
+	p := jsonParser{data: data}
 	p.skipSpace()
 	v, err := p.value()
 	if err != nil {
@@ -320,7 +307,7 @@ func (p *jsonParser) number() (Value, error) {
 			return Value{}, p.fail("invalid number exponent")
 		}
 	}
-	text := p.text(start, p.pos)
+	text := string(d[start:p.pos])
 	// A number too large for a float64 would become Infinity in JavaScript and "null" in
 	// JSON.stringify; no canonical form exists, so refuse it.
 	if f, _ := strconv.ParseFloat(text, 64); math.IsInf(f, 0) {
@@ -335,14 +322,6 @@ func (p *jsonParser) digits() bool {
 		p.pos++
 	}
 	return p.pos > start
-}
-
-// text returns data[start:end] as a string.
-func (p *jsonParser) text(start, end int) string {
-	if p.shared != "" {
-		return p.shared[start:end]
-	}
-	return string(p.data[start:end])
 }
 
 // string parses a quoted string at p.pos and returns its decoded contents.
@@ -360,7 +339,7 @@ func (p *jsonParser) string() (string, error) {
 			if !ascii && !utf8.Valid(raw) {
 				return "", p.fail("string is not valid UTF-8")
 			}
-			return p.text(start, p.pos-1), nil
+			return string(raw), nil
 		case c == '\\':
 			return p.escapedString(start)
 		case c < 0x20:
