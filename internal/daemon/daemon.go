@@ -57,6 +57,9 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		// It runs until the database closes: every stage above commits to the WAL it copies.
 		sup.add(StageDatabase, "sqlite-checkpointer", s.Checkpointer().Run)
 	}
+	if s, ok := st.(*pgstore.Store); ok && s.Analyzer() != nil {
+		sup.add(StageDatabase, "postgres-analyzer", s.Analyzer().Run)
+	}
 	srv, err := assemble(ctx, cfg, st, logger, reg, sup, opts.Build)
 	if err != nil {
 		sup.abort()
@@ -125,7 +128,9 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, reg 
 		return s, nil
 	}
 	for attempt := 1; ; attempt++ {
-		s, err := pgstore.Open(ctx, pgstore.Config{URL: cfg.DatabaseURL, MaxConns: cfg.DatabaseMaxConns, Logger: log, Registerer: reg})
+		s, err := pgstore.Open(ctx, pgstore.Config{
+			URL: cfg.DatabaseURL, MaxConns: cfg.DatabaseMaxConns, AnalyzeInterval: pgstore.AnalyzeIntervalDefault, Logger: log, Registerer: reg,
+		})
 		if err == nil {
 			return s, nil
 		}

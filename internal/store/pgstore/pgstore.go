@@ -34,7 +34,10 @@ const MaxConnsDefault = 16
 type Config struct {
 	URL      string
 	MaxConns int
-	Logger   *slog.Logger
+	// AnalyzeInterval, when positive, is the period of an Analyzer (the daemon passes
+	// AnalyzeIntervalDefault); Run must run for it to do anything.
+	AnalyzeInterval time.Duration
+	Logger          *slog.Logger
 	// Registerer receives the pool metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 }
@@ -42,8 +45,9 @@ type Config struct {
 // Store is the PostgreSQL backend.
 type Store struct {
 	executor
-	pool   *pgxpool.Pool
-	logger *slog.Logger
+	pool     *pgxpool.Pool
+	logger   *slog.Logger
+	analyzer *Analyzer // nil without Config.AnalyzeInterval
 }
 
 var _ store.Store = (*Store)(nil)
@@ -94,6 +98,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		if err := cfg.Registerer.Register(newPoolCollector(pool)); err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("register postgres pool metrics: %w", err)
+		}
+	}
+	if cfg.AnalyzeInterval > 0 {
+		if s.analyzer, err = newAnalyzer(pool, cfg.AnalyzeInterval, logger, cfg.Registerer); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("open postgres store: %w", err)
 		}
 	}
 	return s, nil

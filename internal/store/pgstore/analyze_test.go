@@ -1,0 +1,82 @@
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/store/pgstore"
+	"github.com/anchord/anchord/internal/store/storetest"
+)
+
+// A table that grew past the threshold gets statistics (the planner had none: reltuples -1),
+// once: the next round finds nothing to do; and a round another instance holds is left to it.
+func TestAnalyzerGivesGrownTablesStatistics(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := storetest.PostgresURL(t)
+	s, err := pgstore.Open(ctx, pgstore.Config{URL: url, MaxConns: 4, AnalyzeInterval: time.Hour, Logger: anchordtest.Logger(t)})
+	require.NoError(t, err)
+	defer s.Close()
+	a := s.Analyzer()
+	require.NotNil(t, a)
+
+	other, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer other.Close(ctx)
+	reltuples := func() float64 {
+		var n float64
+		require.NoError(t, other.QueryRow(ctx, `SELECT reltuples FROM pg_class WHERE oid = 'did_operations'::regclass`).Scan(&n))
+		return n
+	}
+	require.EqualValues(t, -1, reltuples(), "a new table has no statistics")
+
+	// Rows are inserted on this connection, which then reports them to the statistics system
+	// at once instead of up to ten seconds later.
+	insert := func(seq, n int) {
+		_, err := other.Exec(ctx, `INSERT INTO did_operations (suffix, anchor_seq, op_index, op_type, request)
+			SELECT 'EiS' || i, $1, i, 'create', '\x7b7d' FROM generate_series(1, $2) i`, seq, n)
+		require.NoError(t, err)
+		_, err = other.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
+		require.NoError(t, err)
+	}
+	insert(1, 500)
+
+	var done []string
+	require.Eventually(t, func() bool {
+		done, err = a.RunOnce(ctx)
+		return assert.NoError(t, err) && len(done) > 0
+	}, 30*time.Second, 200*time.Millisecond)
+	require.Contains(t, done, "did_operations")
+	require.EqualValues(t, 500, reltuples())
+	done, err = a.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Empty(t, done, "analyzed tables are not analyzed again until they change")
+
+	// Another instance holds the round: this one does nothing, even with a stale table.
+	insert(2, 501)
+	_, err = other.Exec(ctx, `SELECT pg_advisory_lock(hashtext('anchord_analyze:' || current_schema()))`)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { // the statistics system has seen the rows: the table is stale
+		var n int64
+		err := other.QueryRow(ctx, `SELECT n_mod_since_analyze FROM pg_stat_user_tables
+			WHERE schemaname = current_schema() AND relname = 'did_operations'`).Scan(&n)
+		return assert.NoError(t, err) && n > 100
+	}, 30*time.Second, 200*time.Millisecond)
+	done, err = a.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Empty(t, done, "the round is another instance's")
+	require.EqualValues(t, 500, reltuples())
+	_, err = other.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		done, err = a.RunOnce(ctx)
+		return assert.NoError(t, err) && len(done) > 0
+	}, 30*time.Second, 200*time.Millisecond)
+	require.EqualValues(t, 1001, reltuples())
+}
