@@ -3,6 +3,7 @@ package observer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -80,7 +81,7 @@ func TestCreateStateVersionAnswersAsStateVersion(t *testing.T) {
 }
 
 // An operation indexed before the question was asked is always seen, however the questions of
-// concurrent callers are grouped: the cluster's create path relies on it.
+// concurrent callers are grouped: the cluster's create and resolution paths rely on it.
 func TestPresenceSeesWhatWasIndexedBeforeTheQuestion(t *testing.T) {
 	t.Parallel()
 	st := storetest.Open(t, storetest.SQLiteOpener(t))
@@ -106,6 +107,9 @@ func TestPresenceSeesWhatWasIndexedBeforeTheQuestion(t *testing.T) {
 				state, _, err := r.CreateStateVersion(ctx, id.Suffix)
 				assert.NoError(t, err)
 				assert.Nil(t, state)
+				state, err = r.State(ctx, id.Suffix)
+				assert.NoError(t, err)
+				assert.Nil(t, state)
 			}
 		})
 	}
@@ -118,6 +122,9 @@ func TestPresenceSeesWhatWasIndexedBeforeTheQuestion(t *testing.T) {
 		state, _, err := r.CreateStateVersion(ctx, id.Suffix)
 		require.NoError(t, err)
 		require.NotNil(t, state, "indexed before the question")
+		state, err = r.State(ctx, id.Suffix)
+		require.NoError(t, err)
+		require.NotNil(t, state, "indexed before the resolution")
 	}
 	close(stop)
 	asking.Wait()
@@ -127,7 +134,7 @@ func TestPresenceGroupsWaitingQuestions(t *testing.T) {
 	t.Parallel()
 	st := storetest.Open(t, storetest.SQLiteOpener(t))
 	g := &gatedIndex{Executor: st, sizes: make(chan int, 10), gate: make(chan struct{})}
-	p := &presence{st: g}
+	p := newPresence(g)
 	ctx := context.Background()
 
 	// The first question's round is held; the ones asked meanwhile wait for the next round,
@@ -140,9 +147,9 @@ func TestPresenceGroupsWaitingQuestions(t *testing.T) {
 		assert.False(t, found)
 	})
 	require.Equal(t, 1, anchordtest.WaitOrTimeout(t, g.sizes, 5*time.Second))
-	for range waiting {
+	for i := range waiting {
 		wg.Go(func() {
-			found, err := p.has(ctx, "later")
+			found, err := p.has(ctx, fmt.Sprintf("later%d", i%(waiting/2))) // each suffix asked twice
 			assert.NoError(t, err)
 			assert.False(t, found)
 		})
@@ -153,7 +160,7 @@ func TestPresenceGroupsWaitingQuestions(t *testing.T) {
 		return len(p.next) == waiting
 	}, 5*time.Second, time.Millisecond)
 	close(g.gate)
-	require.Equal(t, waiting, anchordtest.WaitOrTimeout(t, g.sizes, 5*time.Second))
+	require.Equal(t, waiting/2, anchordtest.WaitOrTimeout(t, g.sizes, 5*time.Second), "each suffix once")
 	wg.Wait()
 	require.EqualValues(t, 2, g.queries.Load())
 
@@ -199,7 +206,7 @@ func (p *panickyIndex) DIDLastAnchors(ctx context.Context, suffixes []string) (m
 func TestPresenceSurvivesAPanickingRound(t *testing.T) {
 	t.Parallel()
 	st := storetest.Open(t, storetest.SQLiteOpener(t))
-	p := &presence{st: &panickyIndex{Executor: st}}
+	p := newPresence(&panickyIndex{Executor: st})
 	ctx := context.Background()
 	func() {
 		defer func() { require.NotNil(t, recover()) }()

@@ -38,6 +38,9 @@ type Resolver struct {
 
 	known    *Known // nil: always read the database
 	presence *presence
+	// lists reads the rows of concurrent resolutions together when the index is shared with
+	// other instances (no Known): every call reads them, and a round trip each was most of it.
+	lists *group[[]store.DIDOperation]
 
 	mu        sync.Mutex
 	cache     map[string]cachedState
@@ -63,7 +66,7 @@ func NewResolver(p sidetree.Profile, st store.Executor, known *Known, stateCache
 		stateCacheSize = StateCacheSizeDefault
 	}
 	return &Resolver{
-		profile: p, st: st, ops: sidetree.NewOperationCache(p, sidetree.OperationCacheBytesDefault), known: known, presence: &presence{st: st},
+		profile: p, st: st, ops: sidetree.NewOperationCache(p, sidetree.OperationCacheBytesDefault), known: known, presence: newPresence(st), lists: newListGroup(st),
 		cache: make(map[string]cachedState), max: stateCacheSize,
 	}
 }
@@ -88,7 +91,7 @@ func (r *Resolver) StateVersion(ctx context.Context, suffix string) (*sidetree.S
 	if ok && exclusive {
 		return c.state, c.fingerprint, nil
 	}
-	rows, err := r.st.DIDOperationList(ctx, suffix)
+	rows, err := r.rows(ctx, suffix)
 	if err != nil {
 		return nil, 0, fmt.Errorf("resolve %s: %w", suffix, err)
 	}
@@ -115,6 +118,16 @@ func (r *Resolver) StateVersion(ctx context.Context, suffix string) (*sidetree.S
 	}
 	r.cache[suffix] = cachedState{fingerprint: fp, state: state}
 	return state, fp, nil
+}
+
+// rows reads the index rows of suffix: on its own where this process alone writes the index (a
+// read is a function call there), with the concurrent resolutions' where it is shared.
+func (r *Resolver) rows(ctx context.Context, suffix string) ([]store.DIDOperation, error) {
+	if r.known != nil {
+		return r.st.DIDOperationList(ctx, suffix)
+	}
+	rows, _, err := r.lists.get(ctx, suffix)
+	return rows, err
 }
 
 // CreateStateVersion is StateVersion for checking a create, and answers the same. A create is

@@ -154,6 +154,9 @@ type Executor interface {
 	DIDOperationInsertMany(ctx context.Context, ops []DIDOperation) error
 	// DIDOperationList returns a DID's anchored operations in anchor order.
 	DIDOperationList(ctx context.Context, suffix string) ([]DIDOperation, error)
+	// DIDOperationLists is DIDOperationList for several DIDs at once: the operations of each
+	// suffix that has any, in anchor order; a suffix with none is absent from the map.
+	DIDOperationLists(ctx context.Context, suffixes []string) (map[string][]DIDOperation, error)
 	// DIDSuffixList pages through the distinct suffixes of the per-DID index in suffix order.
 	DIDSuffixList(ctx context.Context, after string, limit int) ([]string, error)
 	// DIDLastAnchors returns, for each suffix that has anchored operations, the sequence number

@@ -154,6 +154,28 @@ func (e executor) DIDOperationList(ctx context.Context, suffix string) ([]store.
 	return out, nil
 }
 
+// DIDOperationLists implements store.Executor.
+func (e executor) DIDOperationLists(ctx context.Context, suffixes []string) (map[string][]store.DIDOperation, error) {
+	out := make(map[string][]store.DIDOperation)
+	if len(suffixes) == 0 {
+		return out, nil
+	}
+	rows, err := e.q.Query(ctx, qDIDOperationLists, suffixes)
+	if err != nil {
+		return nil, fmt.Errorf("list operations of %d DIDs: %w", len(suffixes), err)
+	}
+	var op store.DIDOperation
+	_, err = pgx.ForEachRow(rows, []any{&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request, &op.Origin}, func() error {
+		out[op.Suffix] = append(out[op.Suffix], op)
+		op.Request = nil // the next row's bytes are its own
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list operations of %d DIDs: %w", len(suffixes), err)
+	}
+	return out, nil
+}
+
 // DIDLastAnchors implements store.Executor.
 func (e executor) DIDLastAnchors(ctx context.Context, suffixes []string) (map[string]int64, error) {
 	out := make(map[string]int64)

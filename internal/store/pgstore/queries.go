@@ -77,6 +77,9 @@ const (
 	qDIDOperationList = `SELECT d.suffix, d.anchor_seq, d.op_index, d.op_type, d.request, COALESCE(a.origin, '')
 		FROM did_operations d LEFT JOIN anchors a ON a.seq = d.anchor_seq
 		WHERE d.suffix = $1 ORDER BY d.anchor_seq, d.op_index`
+	qDIDOperationLists = `SELECT d.suffix, d.anchor_seq, d.op_index, d.op_type, d.request, COALESCE(a.origin, '')
+		FROM did_operations d LEFT JOIN anchors a ON a.seq = d.anchor_seq
+		WHERE d.suffix = ANY($1) ORDER BY d.suffix, d.anchor_seq, d.op_index`
 	qDIDLastAnchors = `SELECT suffix, max(anchor_seq) FROM did_operations WHERE suffix = ANY($1) GROUP BY suffix`
 )
 

@@ -201,6 +201,22 @@ func (e executor) DIDOperationList(ctx context.Context, suffix string) ([]store.
 	return out, nil
 }
 
+// DIDOperationLists implements store.Executor. Embedded, a read is a function call, not a round
+// trip, so each suffix is read on its own.
+func (e executor) DIDOperationLists(ctx context.Context, suffixes []string) (map[string][]store.DIDOperation, error) {
+	out := make(map[string][]store.DIDOperation)
+	for _, s := range suffixes {
+		list, err := e.DIDOperationList(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		if len(list) > 0 {
+			out[s] = list
+		}
+	}
+	return out, nil
+}
+
 // maxInList bounds the placeholders of one IN list (SQLite allows 32,766 variables).
 const maxInList = 1000
 
