@@ -18,5 +18,7 @@
 // resolver's cache see these writes as they see their own.
 //
 // The Resolver runs the Sidetree resolution state machine over a DID's indexed operations, in
-// anchor order (anchor sequence, then position in the batch).
+// anchor order (anchor sequence, then position in the batch). Embedded, where the Observer is the
+// index's only writer, it trusts the states it cached; in a cluster it reads the rows on every
+// call, and the concurrent calls' reads go to the store together, one query per round (group).
 package observer
