@@ -75,20 +75,19 @@ func newWire(targets []string, idle int, timeout time.Duration) (*wire, error) {
 // close closes the idle connections.
 func (w *wire) close() {
 	for _, e := range w.ends {
-		for {
+		for drained := false; !drained; {
 			select {
 			case c := <-e.idle:
 				c.c.Close()
-				continue
 			default:
+				drained = true
 			}
-			break
 		}
 	}
 }
 
-// do sends one request to target and returns the response's status and, when keep is set, its
-// body (else the body is read and dropped). A request that fails on a connection that had served
+// do sends one request to target and returns the response's status (0 with the error when there
+// was no answer) and, when keep is set, its body (else the body is read and dropped). A request that fails on a connection that had served
 // others before is sent once more on a new one: the server may have closed it while it was idle.
 // Sending an operation twice is safe, as anchord takes the same operation twice as one.
 func (w *wire) do(ctx context.Context, target, method, path, contentType string, body []byte, keep bool) (int, []byte, error) {

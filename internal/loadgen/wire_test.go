@@ -19,7 +19,6 @@ import (
 // path prefix, the body and its type; and it keeps one connection for requests in a row.
 func TestWireSpeaksHTTP(t *testing.T) {
 	t.Parallel()
-	var conns atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/base/small":
@@ -42,12 +41,7 @@ func TestWireSpeaksHTTP(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
+	conns := startCounting(srv)
 	defer srv.Close()
 
 	target := srv.URL + "/base"
@@ -90,16 +84,10 @@ func TestWireSpeaksHTTP(t *testing.T) {
 // A connection the server closed while it was idle is replaced, and the request goes through.
 func TestWireRetriesAConnectionClosedWhileIdle(t *testing.T) {
 	t.Parallel()
-	var conns atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok")
 	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
+	conns := startCounting(srv)
 	defer srv.Close()
 	w, err := newWire([]string{srv.URL}, 4, 5*time.Second)
 	require.NoError(t, err)
@@ -118,4 +106,16 @@ func TestWireRetriesAConnectionClosedWhileIdle(t *testing.T) {
 	srv.Close()
 	_, _, err = w.do(ctx, srv.URL, http.MethodGet, "/", "", nil, false)
 	require.Error(t, err, "with the server gone the request fails instead of retrying for ever")
+}
+
+// startCounting starts srv and counts the connections it accepts.
+func startCounting(srv *httptest.Server) *atomic.Int32 {
+	var conns atomic.Int32
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	return &conns
 }
