@@ -73,6 +73,18 @@ func (k *Known) Add(suffixes []string) {
 	}
 }
 
+// Len returns how many suffixes were added: with LoadKnown's one per indexed DID and then one per
+// operation indexed, about the rows of the per-DID index.
+func (k *Known) Len() int {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	n := k.count
+	for _, c := range k.caps[:max(len(k.caps)-1, 0)] {
+		n += c
+	}
+	return int(n)
+}
+
 // MayContain reports false when suffix has certainly never been added.
 func (k *Known) MayContain(suffix string) bool {
 	k.mu.RLock()

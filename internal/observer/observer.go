@@ -31,8 +31,29 @@ type FetchFunc func(ctx context.Context) func(uri string, maxSize int) ([]byte, 
 // ms and POST p99 was ~290 ms; in slices (with the background checkpoint) p99 per 10 s was
 // 50-97 ms at 1,000 rows, 39-70 at 600, 41-87 at 400. Smaller slices cost more: on a small index
 // consecutive slices dirty the same pages again, and a 10,000-create batch at 200,000 DIDs took
-// 181 ms of CPU in one transaction, 196 in slices of 1,000, 247 in slices of 400.
+// 181 ms of CPU in one transaction, 196 in slices of 1,000, 247 in slices of 400. So the slice
+// shrinks as the index grows (sliceRows).
 const IndexTxRowsOneWriter = 1000
+
+// The slice of a large index: from largeIndexRows rows on, a slice holds at most
+// IndexTxRowsLargeIndex. A slice dirties about one suffix-index page per row, and the larger the
+// index the colder and costlier those pages; the small index's re-dirtied pages, which made small
+// slices dear, are spread over too many pages there to be hit twice. The step lies between the
+// two sizes measured (200,000 rows, where 1,000 is the cheaper slice, and 1,500,000, where 400
+// gives the lower tail).
+const (
+	IndexTxRowsLargeIndex = 400
+	largeIndexRows        = 1_000_000
+)
+
+// sliceRows is the rows per index transaction, for the configured bound (0: one transaction) and
+// an index of indexRows rows.
+func sliceRows(configured, indexRows int) int {
+	if configured > IndexTxRowsLargeIndex && indexRows >= largeIndexRows {
+		return IndexTxRowsLargeIndex
+	}
+	return configured
+}
 
 // Config configures an Observer.
 type Config struct {
@@ -54,7 +75,8 @@ type Config struct {
 	// IndexedFunc, if set, is told of every anchor this Observer indexed, after the commit
 	// (the federation's publisher waits for that).
 	IndexedFunc func(Result)
-	// IndexTxRows, when positive, bounds the index rows written per transaction: a larger anchor
+	// IndexTxRows, when positive, bounds the index rows written per transaction (with Known
+	// set, fewer once the index is large: sliceRows): a larger anchor
 	// is indexed in several transactions, the last of which also marks it observed. On SQLite
 	// every commit of the process waits while an index transaction holds the one write
 	// connection, and its time grows with the index (one random suffix-index page per row); in
@@ -291,7 +313,7 @@ func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) 
 		o.cfg.Resolver.Invalidate(suffixes)
 	}
 	last := ops
-	if n := o.cfg.IndexTxRows; n > 0 {
+	if n := o.sliceRows(); n > 0 {
 		for len(last) > n {
 			if err := o.indexSlice(ctx, a.Seq, last[:n]); err != nil {
 				return Result{}, err
@@ -347,6 +369,15 @@ func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) 
 	o.cfg.Logger.DebugContext(ctx, "anchor observed", "seq", a.Seq, "anchor", a.AnchorString, "operations", len(ops))
 	o.signal.Signal(res)
 	return res, nil
+}
+
+// sliceRows is the rows per index transaction now. Only the embedded observer slices (IndexTxRows
+// is for one write connection), and it has the Known filter, which counts the index's rows.
+func (o *Observer) sliceRows() int {
+	if o.cfg.Known == nil {
+		return o.cfg.IndexTxRows
+	}
+	return sliceRows(o.cfg.IndexTxRows, o.cfg.Known.Len())
 }
 
 // indexSlice commits some of anchor seq's index rows ahead of the transaction that marks it

@@ -541,6 +541,7 @@ func TestKnownFilterGrowsWithoutLosingAnything(t *testing.T) {
 	}
 	k.Add(all)
 	require.Len(t, k.filters, 2, "a second, larger filter once the first is full")
+	require.Equal(t, len(all), k.Len(), "the count spans both filters")
 	for _, s := range all {
 		if !k.MayContain(s) {
 			t.Fatalf("%s added but reported absent", s)
@@ -553,6 +554,22 @@ func TestKnownFilterGrowsWithoutLosingAnything(t *testing.T) {
 		}
 	}
 	require.Less(t, fp, 1_500, "false positives stay near the configured rate (%d in 100,000)", fp)
+}
+
+// TestSliceRowsShrinkOnALargeIndex: the configured slice holds below largeIndexRows, the large
+// index's from there on, and neither "one transaction" (0) nor a smaller configured slice grows.
+func TestSliceRowsShrinkOnALargeIndex(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ configured, indexRows, want int }{
+		{IndexTxRowsOneWriter, 0, IndexTxRowsOneWriter},
+		{IndexTxRowsOneWriter, largeIndexRows - 1, IndexTxRowsOneWriter},
+		{IndexTxRowsOneWriter, largeIndexRows, IndexTxRowsLargeIndex},
+		{IndexTxRowsOneWriter, 5 * largeIndexRows, IndexTxRowsLargeIndex},
+		{0, 5 * largeIndexRows, 0},
+		{3, 5 * largeIndexRows, 3},
+	} {
+		require.Equal(t, c.want, sliceRows(c.configured, c.indexRows), "configured %d, %d rows", c.configured, c.indexRows)
+	}
 }
 
 // countingIndex counts reads of the per-DID index.
