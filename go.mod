@@ -14,6 +14,7 @@ require (
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/ipfs/boxo v0.43.0
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/klauspost/compress v1.20.1
 	github.com/mr-tron/base58 v1.3.0
 	github.com/piprate/json-gold v0.9.1
 	github.com/prometheus/client_golang v1.25.0

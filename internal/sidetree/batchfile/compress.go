@@ -2,16 +2,18 @@ package batchfile
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 
+	"github.com/klauspost/compress/gzip"
+
 	"github.com/anchord/anchord/internal/sidetree"
 )
 
-// compressionLevel is Go's default (6); doc.go has the measurement behind the choice.
-const compressionLevel = gzip.DefaultCompression
+// compressionLevel is level 2 of klauspost/compress's gzip; doc.go has the measurement behind the
+// choice.
+const compressionLevel = 2
 
 // compressor gzips one file after another with one gzip.Writer (about 800 KiB of state, so a
 // Build allocates it once, not once per file). The package keeps no writer pool: no package
