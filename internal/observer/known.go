@@ -73,8 +73,9 @@ func (k *Known) Add(suffixes []string) {
 	}
 }
 
-// Len returns how many suffixes were added: with LoadKnown's one per indexed DID and then one per
-// operation indexed, about the rows of the per-DID index.
+// Len returns how many suffixes were added: LoadKnown adds one per indexed DID, then the Observer
+// one per operation it indexes (again if a transaction is retried). It estimates the rows of the
+// per-DID index, low after a restart where DIDs have several operations, and is used only as such.
 func (k *Known) Len() int {
 	k.mu.RLock()
 	defer k.mu.RUnlock()

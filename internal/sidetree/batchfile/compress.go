@@ -2,24 +2,25 @@ package batchfile
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 
-	"github.com/klauspost/compress/gzip"
+	kgzip "github.com/klauspost/compress/gzip"
 
 	"github.com/anchord/anchord/internal/sidetree"
 )
 
-// compressionLevel is level 2 of klauspost/compress's gzip; doc.go has the measurement behind the
-// choice.
+// compressionLevel is level 2 of klauspost/compress's gzip writer; doc.go has the measurement
+// behind the choice.
 const compressionLevel = 2
 
-// compressor gzips one file after another with one gzip.Writer (about 800 KiB of state, so a
+// compressor gzips one file after another with one gzip.Writer (about 1.2 MiB of state, so a
 // Build allocates it once, not once per file). The package keeps no writer pool: no package
 // state.
 type compressor struct {
-	w *gzip.Writer
+	w *kgzip.Writer
 }
 
 // compress gzips data. Go writes OS byte 255 where Node writes 3 and its deflate stream differs
@@ -28,7 +29,7 @@ func (c *compressor) compress(data []byte) []byte {
 	var buf bytes.Buffer
 	buf.Grow(len(data)/3 + 64)
 	if c.w == nil {
-		c.w, _ = gzip.NewWriterLevel(&buf, compressionLevel) // the level is valid
+		c.w, _ = kgzip.NewWriterLevel(&buf, compressionLevel) // the level is valid
 	} else {
 		c.w.Reset(&buf)
 	}
@@ -41,7 +42,10 @@ func (c *compressor) compress(data []byte) []byte {
 var errTooLarge = errors.New("decompressed size exceeds the limit")
 
 // decompress gunzips data, aborting as soon as the output exceeds max bytes, so a small
-// "zip bomb" costs at most max bytes of memory.
+// "zip bomb" costs at most max bytes of memory. It reads with the standard library, not the
+// library that writes: klauspost/compress refuses a header with reserved flag bits set, which
+// compress/gzip ignores, and a batch file this accepted once must not be refused after an
+// upgrade (the DIDs it holds would resolve differently). Reading is not faster there anyway.
 func decompress(data []byte, max int) ([]byte, error) {
 	r, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {

@@ -380,3 +380,16 @@ func TestReadKeepsAnchorOrigins(t *testing.T) {
 		require.Equal(t, op.Suffix, parsed.Suffix)
 	}
 }
+
+// TestDecompressIgnoresReservedHeaderFlags: a gzip header with a reserved flag bit set (RFC 1952
+// says readers should refuse it) is read as it always was. Batch files are read with the standard
+// library, which ignores those bits, and a file read once must read the same after an upgrade.
+func TestDecompressIgnoresReservedHeaderFlags(t *testing.T) {
+	t.Parallel()
+	want := []byte(`{"deltas":[]}`)
+	data := gz(t, want)
+	data[3] |= 0x40 // FLG: a reserved bit
+	got, err := decompress(data, 1<<10)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}

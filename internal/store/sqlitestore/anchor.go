@@ -177,9 +177,13 @@ func didOperationInsert(n int) string {
 // DIDOperationList implements store.Executor.
 func (e executor) DIDOperationList(ctx context.Context, suffix string) ([]store.DIDOperation, error) {
 	// The read is one index lookup of a few microseconds, and readers of a WAL database wait for
-	// no lock, so nothing needs interrupting; on a context that can be cancelled, database/sql and
-	// the driver would each start a goroutine to watch it, per query, which at tens of thousands
-	// of resolutions a second was a twentieth of the server's CPU.
+	// no lock, so there is nothing to interrupt once it runs; on a context that can be cancelled,
+	// database/sql and the driver would each start a goroutine to watch it, per query, which at
+	// tens of thousands of resolutions a second was a twentieth of the server's CPU. A cancelled
+	// caller is still refused here, but no longer while it waits for a reader connection.
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("list operations of %s: %w", suffix, err)
+	}
 	ctx = context.WithoutCancel(ctx)
 	var rows *sql.Rows
 	var err error
