@@ -86,6 +86,30 @@ func TestSyncPullsAFollowedDomainsOutboxFromItsPosition(t *testing.T) {
 	require.Zero(t, res.Queued)
 }
 
+// TestSyncTakesWhatWasPublishedBeforeWeFollowedAtOnce: activities a domain published before it
+// took us as a follower never come live, so a new follower syncs them however young they are;
+// what is published later is left to live delivery for the minimum age, as before.
+func TestSyncTakesWhatWasPublishedBeforeWeFollowedAtOnce(t *testing.T) {
+	t.Parallel()
+	a, b := newDomain(t), newDomain(t)
+	ctx := context.Background()
+	now := time.Now()
+	before := postCreates(t, a, 3, now.Add(-5*time.Minute), "before")
+	require.NoError(t, b.st.RelationshipUpsert(ctx, store.RelationshipUpsertParams{Kind: store.RelationshipFollowing, Actor: a.actor(), Status: store.RelationshipAccepted}))
+	postCreates(t, a, 2, now.Add(time.Minute), "after")
+
+	b.svc.cfg.SyncMinActivityAge = time.Hour
+	b.svc.cfg.NowFunc = func() time.Time { return now.Add(time.Minute) }
+	res, err := b.svc.Syncer().runOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 3, res.Queued, "published before the follow: synced at once; after it: left to live delivery")
+	rows := inboxRows(t, b)
+	require.Len(t, rows, 3)
+	for i, r := range rows {
+		require.Equal(t, before[i], r.ActivityID)
+	}
+}
+
 func TestSyncBudgetAcceleratesTheNextRun(t *testing.T) {
 	t.Parallel()
 	a, b := newDomain(t), newDomain(t)
