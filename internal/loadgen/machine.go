@@ -24,6 +24,7 @@ import (
 type usageSample struct {
 	at    time.Time
 	busy  uint64 // jiffies of all CPUs not idle (idle and iowait are idle)
+	steal uint64 // of busy: taken by the hypervisor for other machines
 	total uint64
 	cores int
 	// server is the sum of the targets' process_cpu_seconds_total, NaN when a target did not
@@ -34,9 +35,12 @@ type usageSample struct {
 
 // Usage is what happened between two samples.
 type Usage struct {
-	// Cores is the machine's CPU count; Busy its busy share (0–1) over the span, NaN unknown.
+	// Cores is the machine's CPU count; Busy its busy share (0–1) over the span, NaN unknown;
+	// Steal the share of it a hypervisor gave to other machines (a virtual machine's cores
+	// then do less per second).
 	Cores int
 	Busy  float64
+	Steal float64
 	// ServerCores is the targets' CPU seconds per second (NaN unknown); GeneratorCores this
 	// process's.
 	ServerCores    float64
@@ -48,6 +52,9 @@ func (u Usage) String() string {
 	busy := "busy ?"
 	if !math.IsNaN(u.Busy) {
 		busy = fmt.Sprintf("%d cores %.0f %% busy", u.Cores, 100*u.Busy)
+		if u.Steal >= 0.005 {
+			busy += fmt.Sprintf(" (%.0f %% stolen)", 100*u.Steal)
+		}
 	}
 	server := "server cores ?"
 	if !math.IsNaN(u.ServerCores) {
@@ -72,7 +79,7 @@ func newUsageMeter(client *http.Client, targets []string) *usageMeter {
 func (m *usageMeter) sample(ctx context.Context) usageSample {
 	s := usageSample{at: time.Now(), server: 0}
 	if b, err := os.ReadFile(m.stat); err == nil {
-		s.busy, s.total, s.cores = parseProcStat(b)
+		s.busy, s.steal, s.total, s.cores = parseProcStat(b)
 	}
 	for _, t := range m.targets {
 		v, err := m.serverCPU(ctx, t)
@@ -126,9 +133,9 @@ func metricValue(r io.Reader, name string) (float64, error) {
 	return 0, fmt.Errorf("no %s", name)
 }
 
-// parseProcStat returns the busy and total jiffies of the "cpu" line of /proc/stat and the
-// number of "cpuN" lines. Guest time is already counted in user time.
-func parseProcStat(b []byte) (busy, total uint64, cores int) {
+// parseProcStat returns the busy, stolen and total jiffies of the "cpu" line of /proc/stat and
+// the number of "cpuN" lines. Guest time is already counted in user time.
+func parseProcStat(b []byte) (busy, steal, total uint64, cores int) {
 	for line := range bytes.Lines(b) {
 		f := strings.Fields(string(line))
 		if len(f) == 0 || !strings.HasPrefix(f[0], "cpu") {
@@ -141,23 +148,27 @@ func parseProcStat(b []byte) (busy, total uint64, cores int) {
 		for i, v := range f[1:min(len(f), 9)] { // user nice system idle iowait irq softirq steal
 			n, err := strconv.ParseUint(v, 10, 64)
 			if err != nil {
-				return 0, 0, 0
+				return 0, 0, 0, 0
 			}
 			total += n
 			if i != 3 && i != 4 {
 				busy += n
 			}
+			if i == 7 {
+				steal = n
+			}
 		}
 	}
-	return busy, total, cores
+	return busy, steal, total, cores
 }
 
 // usageBetween is the usage from a to b.
 func usageBetween(a, b usageSample) Usage {
-	u := Usage{Cores: b.cores, Busy: math.NaN(), ServerCores: math.NaN()}
+	u := Usage{Cores: b.cores, Busy: math.NaN(), Steal: math.NaN(), ServerCores: math.NaN()}
 	wall := b.at.Sub(a.at).Seconds()
 	if b.total > a.total && b.busy >= a.busy {
 		u.Busy = float64(b.busy-a.busy) / float64(b.total-a.total)
+		u.Steal = float64(b.steal-a.steal) / float64(b.total-a.total)
 	}
 	if wall > 0 {
 		u.ServerCores = (b.server - a.server) / wall // NaN stays NaN
