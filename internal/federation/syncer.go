@@ -86,8 +86,9 @@ func (y *Syncer) runOnce(ctx context.Context) (SyncResult, error) {
 	}
 	// liveSince: what a followed domain published before it took us as a follower was never
 	// delivered to us live, so the sync need not leave it to live delivery for
-	// SyncMinActivityAge. The peer's clock may be ahead of ours by MaxClockSkew; a repeat of an
-	// activity that did arrive live is a no-op at the inbox.
+	// SyncMinActivityAge. We recorded the Accept after the peer took us, and the peer's clock
+	// may be ahead of ours by up to MaxClockSkew, so everything published before our record plus
+	// that skew is taken at once: what did arrive live among it is a no-op at the inbox.
 	type source struct {
 		actor, box string
 		liveSince  time.Time
@@ -97,7 +98,7 @@ func (y *Syncer) runOnce(ctx context.Context) (SyncResult, error) {
 		sources = append(sources, source{actor: f, box: "inbox"})
 	}
 	for _, f := range following {
-		sources = append(sources, source{actor: f.Actor, box: "outbox", liveSince: f.UpdatedAt.Add(-s.cfg.MaxClockSkew)})
+		sources = append(sources, source{actor: f.Actor, box: "outbox", liveSince: f.UpdatedAt.Add(s.cfg.MaxClockSkew)})
 	}
 	for _, src := range sources {
 		if budget <= 0 || ctx.Err() != nil {
