@@ -93,72 +93,29 @@ func outcome(done <-chan error, stopped <-chan struct{}) error {
 	}
 }
 
-// earlyCommitter is a store whose transactions can be committed before they are durable, with
-// a function that waits until they are (sqlitestore: the WAL is synced after the write lock is
-// released). The group committer then commits the next group while the disk syncs the last.
-type earlyCommitter interface {
-	InTxEarly(ctx context.Context, fn func(ctx context.Context, tx store.Executor) error) (durable func() error, err error)
-}
-
-// committed is a group whose transaction has committed (err nil) or failed, waiting to be
-// durable before its callers are answered.
-type committed struct {
-	batch   []addReq
-	params  []store.OpQueueInsertParams
-	ids     []int64
-	err     error
-	durable func() error // nil: durable already
-}
-
-// committedBacklog bounds the groups committed and not yet answered: each waits for one sync,
-// and a sync covers every group before it.
-const committedBacklog = 8
-
 // Run is the group committer. It writes queued Adds in batches until ctx is done, then commits
-// whatever was already handed to it and returns. On a store whose commits can precede their
-// sync (earlyCommitter), groups are answered by a second loop once durable, in commit order,
-// while the first commits the next group.
+// whatever was already handed to it and returns.
 func (q *Queue) Run(ctx context.Context) error {
 	defer q.once.Do(func() { close(q.stopped) })
-	early, pipelined := q.st.(earlyCommitter)
-	if !pipelined {
-		return q.commitLoop(ctx, func(ctx context.Context, batch []addReq) { q.answer(ctx, q.commitTx(ctx, batch, nil)) })
-	}
-	done := make(chan committed, committedBacklog) // closed by the commit loop when it returns
-	answered := make(chan struct{})
-	go func() {
-		defer close(answered)
-		for c := range done {
-			q.answer(context.WithoutCancel(ctx), c)
-		}
-	}()
-	err := q.commitLoop(ctx, func(ctx context.Context, batch []addReq) { done <- q.commitTx(ctx, batch, early) })
-	close(done)
-	<-answered
-	return err
-}
-
-// commitLoop takes the Adds handed to the committer and passes them to commit in groups.
-func (q *Queue) commitLoop(ctx context.Context, commit func(ctx context.Context, batch []addReq)) error {
+	batch := make([]addReq, 0, q.cfg.MaxCommit)
 	last := 0 // size of the previous commit
 	for {
 		select {
 		case <-ctx.Done():
 			for {
-				// A fresh slice per group: a pipelined group is still being answered.
-				batch := q.drain(make([]addReq, 0, q.cfg.MaxCommit))
+				batch = q.drain(batch[:0])
 				if len(batch) == 0 {
 					return nil
 				}
-				commit(context.WithoutCancel(ctx), batch)
+				q.commit(context.WithoutCancel(ctx), batch)
 			}
 		case r := <-q.addCh:
-			batch := q.drain(append(make([]addReq, 0, q.cfg.MaxCommit), r))
+			batch = q.drain(append(batch[:0], r))
 			if last > 1 && len(batch) < q.cfg.MaxCommit {
 				batch = q.linger(batch)
 			}
 			last = len(batch)
-			commit(ctx, batch)
+			q.commit(ctx, batch)
 		}
 	}
 }
@@ -196,9 +153,7 @@ func (q *Queue) drain(batch []addReq) []addReq {
 	return batch
 }
 
-// commitTx writes a group in one transaction; with early set it returns once the transaction has
-// committed, with the wait for its durability in the result.
-func (q *Queue) commitTx(ctx context.Context, batch []addReq, early earlyCommitter) committed {
+func (q *Queue) commit(ctx context.Context, batch []addReq) {
 	// The same operation twice in one group (two clients racing with identical requests) is
 	// written once, and both callers get that row's outcome.
 	first := make(map[string]int, len(batch))
@@ -209,31 +164,14 @@ func (q *Queue) commitTx(ctx context.Context, batch []addReq, early earlyCommitt
 			params = append(params, r.op)
 		}
 	}
-	c := committed{batch: batch, params: params}
+	var ids []int64
 	failpoint.Hit(failpoint.OpQueueBeforeCommit)
-	write := func(ctx context.Context, tx store.Executor) error {
+	err := q.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
 		var err error
-		c.ids, err = tx.OpQueueUpsertMany(ctx, params)
+		ids, err = tx.OpQueueUpsertMany(ctx, params)
 		return err
-	}
-	if early != nil {
-		c.durable, c.err = early.InTxEarly(ctx, write)
-	} else {
-		c.err = q.st.InTx(ctx, write)
-	}
+	})
 	q.m.commitSize.Observe(float64(len(batch)))
-	return c
-}
-
-// answer waits until a committed group is durable, then hands its operations to the queue and
-// answers its callers.
-func (q *Queue) answer(ctx context.Context, c committed) {
-	batch, params, ids, err := c.batch, c.params, c.ids, c.err
-	if err == nil && c.durable != nil {
-		// Committed and visible, not yet on disk: a caller that is told it failed may retry,
-		// and the operation id makes the retry the same row.
-		err = c.durable()
-	}
 	if err != nil {
 		q.cfg.Logger.ErrorContext(ctx, "queue operations", "operations", len(batch), "error", err)
 		for _, r := range batch {

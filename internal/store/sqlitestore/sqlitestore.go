@@ -287,35 +287,23 @@ func (s *Store) Close() {
 // syncing and syncs the WAL after the lock is released (walSync): it returns once the
 // transaction is durable, as a commit with synchronous=FULL would.
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Executor) error) error {
-	durable, err := s.InTxEarly(ctx, fn)
-	if err != nil {
-		return err
-	}
-	return durable()
-}
-
-// InTxEarly is InTx returning as soon as the transaction has committed, before it is durable:
-// durable waits until it is, then runs the transaction's commit hooks. Another connection may
-// read the commit meanwhile; the caller must not act on it outside the process (answer a
-// client, submit an anchor) before durable returned nil. The operation queue's group committer
-// commits its next group while the disk syncs the last.
-func (s *Store) InTxEarly(ctx context.Context, fn func(ctx context.Context, tx store.Executor) error) (durable func() error, err error) {
 	if s.wal == nil {
 		hooks, err := s.inTx(ctx, s.writer, fn)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		return func() error { hooks.Run(); return nil }, nil
+		hooks.Run()
+		return nil
 	}
 	conn, err := s.writer.Conn(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("begin: %w", err)
+		return fmt.Errorf("begin: %w", err)
 	}
 	// The setting is the connection's, and the writes made outside InTx on the same connection
 	// keep synchronous=FULL: it is lowered for this transaction only.
 	if _, err := conn.ExecContext(ctx, qSynchronousNormal); err != nil {
 		_ = conn.Close()
-		return nil, fmt.Errorf("begin: %w", err)
+		return fmt.Errorf("begin: %w", err)
 	}
 	hooks, err := s.inTx(ctx, conn, fn)
 	if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), qSynchronousFull); rerr != nil {
@@ -325,16 +313,14 @@ func (s *Store) InTxEarly(ctx context.Context, fn func(ctx context.Context, tx s
 	}
 	_ = conn.Close()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return func() error {
-		if err := s.wal.sync(); err != nil {
-			return fmt.Errorf("commit: %w", err)
-		}
-		// In-memory state learns of the transaction once it is durable, as with a syncing commit.
-		hooks.Run()
-		return nil
-	}, nil
+	if err := s.wal.sync(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	// In-memory state learns of the transaction once it is durable, as with a syncing commit.
+	hooks.Run()
+	return nil
 }
 
 // beginner is what *sql.DB and *sql.Conn have in common.

@@ -143,27 +143,3 @@ func BenchmarkConcurrentCommits(b *testing.B) {
 		})
 	}
 }
-
-// TestInTxEarlyRunsHooksOnceDurable: InTxEarly returns once the transaction is committed (other
-// connections read it) and runs its commit hooks only in durable, after the WAL's sync.
-func TestInTxEarlyRunsHooksOnceDurable(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s, err := Open(ctx, Config{DataDir: t.TempDir()})
-	require.NoError(t, err)
-	defer s.Close()
-	ran := false
-	durable, err := s.InTxEarly(ctx, func(ctx context.Context, tx store.Executor) error {
-		store.OnCommit(ctx, func() { ran = true })
-		return tx.SettingPut(ctx, "k", []byte("v"))
-	})
-	require.NoError(t, err)
-	require.False(t, ran, "hooks wait for durability")
-	v, err := s.SettingGet(ctx, "k")
-	require.NoError(t, err)
-	require.Equal(t, []byte("v"), v, "committed: the reader pool sees it")
-	syncs := testutil.ToFloat64(s.wal.syncs)
-	require.NoError(t, durable())
-	require.True(t, ran)
-	require.Greater(t, testutil.ToFloat64(s.wal.syncs), syncs, "durable synced the WAL")
-}
