@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/anchord/anchord/internal/intake"
+	"github.com/anchord/anchord/internal/loop"
 	"github.com/anchord/anchord/internal/observer"
 	"github.com/anchord/anchord/internal/opqueue"
 	"github.com/anchord/anchord/internal/store"
@@ -44,10 +45,8 @@ func embedded(ctx context.Context, c *core) error {
 	if err != nil {
 		return err
 	}
-	known, err := observer.LoadKnown(ctx, c.st)
-	if err != nil {
-		return err
-	}
+	// Filled in the background (below): a start must not read every DID.
+	known := observer.NewUnfilledKnown()
 	obs, err := c.writePath(writeParts{
 		queue: queue, intake: queue, restore: queue.Restore, backend: backend,
 		reservations: pending, release: pending.Release,
@@ -70,10 +69,35 @@ func embedded(ctx context.Context, c *core) error {
 		c.logger.Info("observed anchors completed before start", "anchors", n)
 	}
 
+	c.sup.add(StageConsumers, "known-filter", func(ctx context.Context) error { return c.fillKnown(ctx, known) })
 	// The committer serves intake's Adds, so it stops only after HTTP has.
 	c.sup.add(StageConsumers, "opqueue", queue.Run)
 	// Rows a separate submitter process gave back reach the queue through Watch.
 	c.sup.add(StageConsumers, "opqueue-watch", func(ctx context.Context) error { return queue.Watch(ctx, 0) })
+	return nil
+}
+
+// fillKnown fills the filter of known DIDs from the index, retrying a failed read, and then waits
+// for the stop: until it is filled, creates and resolutions read the index instead.
+func (c *core) fillKnown(ctx context.Context, known *observer.Known) error {
+	start := time.Now()
+	logger := c.log("observer")
+	for attempt := 1; ; attempt++ {
+		err := known.Fill(ctx, c.st)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err == nil {
+			logger.Info("filter of known DIDs filled", "took", time.Since(start).Round(time.Millisecond), "suffixes", known.Len())
+			break
+		}
+		wait := loop.Backoff(attempt, time.Second, 2, time.Minute)
+		logger.Warn("fill the filter of known DIDs", "error", err, "retry_in", wait)
+		if !loop.Sleep(ctx, wait) {
+			return nil
+		}
+	}
+	<-ctx.Done()
 	return nil
 }
 

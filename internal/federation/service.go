@@ -282,18 +282,29 @@ func (s *Service) IsWitnessing(ctx context.Context, actor string) (bool, error) 
 	return s.hasRelationship(ctx, store.RelationshipWitnessing, actor)
 }
 
-// listActors lists the accepted relationships of a kind, page by page.
+// listActors lists the actors of the accepted relationships of a kind.
 func listActors(ctx context.Context, st store.Executor, kind string) ([]string, error) {
+	rs, err := listRelationships(ctx, st, kind)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Actor
+	}
+	return out, nil
+}
+
+// listRelationships lists the accepted relationships of a kind, page by page.
+func listRelationships(ctx context.Context, st store.Executor, kind string) ([]store.Relationship, error) {
 	const page = 500
-	var out []string
+	var out []store.Relationship
 	for offset := int64(0); ; offset += page {
 		rs, err := st.RelationshipList(ctx, store.RelationshipListParams{Kind: kind, Status: store.RelationshipAccepted, Offset: offset, Limit: page})
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range rs {
-			out = append(out, r.Actor)
-		}
+		out = append(out, rs...)
 		if len(rs) < page {
 			return out, nil
 		}

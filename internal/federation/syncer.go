@@ -80,24 +80,32 @@ func (y *Syncer) runOnce(ctx context.Context) (SyncResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("activity sync: %w", err)
 	}
-	following, err := s.Following(ctx)
+	following, err := listRelationships(ctx, s.st, store.RelationshipFollowing)
 	if err != nil {
 		return res, fmt.Errorf("activity sync: %w", err)
 	}
-	type source struct{ actor, box string }
+	// liveSince: what a followed domain published before it took us as a follower was never
+	// delivered to us live, so the sync need not leave it to live delivery for
+	// SyncMinActivityAge. We recorded the Accept after the peer took us, and the peer's clock
+	// may be ahead of ours by up to MaxClockSkew, so everything published before our record plus
+	// that skew is taken at once: what did arrive live among it is a no-op at the inbox.
+	type source struct {
+		actor, box string
+		liveSince  time.Time
+	}
 	var sources []source
 	for _, f := range followers {
-		sources = append(sources, source{f, "inbox"})
+		sources = append(sources, source{actor: f, box: "inbox"})
 	}
 	for _, f := range following {
-		sources = append(sources, source{f, "outbox"})
+		sources = append(sources, source{actor: f.Actor, box: "outbox", liveSince: f.UpdatedAt.Add(s.cfg.MaxClockSkew)})
 	}
 	for _, src := range sources {
 		if budget <= 0 || ctx.Err() != nil {
 			break
 		}
 		res.Sources++
-		n, err := y.syncSource(ctx, src.actor, src.box, budget)
+		n, err := y.syncSource(ctx, src.actor, src.box, src.liveSince, budget)
 		budget -= n
 		res.Queued += n
 		if err != nil {
@@ -113,9 +121,9 @@ func (y *Syncer) runOnce(ctx context.Context) (SyncResult, error) {
 }
 
 // syncSource reads one collection from its stored position and queues what passes the filter,
-// at most budget activities. It stops at an activity younger than SyncMinActivityAge: newer
-// ones follow it, and live delivery may still bring them.
-func (y *Syncer) syncSource(ctx context.Context, actor, box string, budget int) (int, error) {
+// at most budget activities. It stops at an activity younger than SyncMinActivityAge, unless it
+// was published before liveSince: newer ones follow it, and live delivery may still bring them.
+func (y *Syncer) syncSource(ctx context.Context, actor, box string, liveSince time.Time, budget int) (int, error) {
 	s := y.s
 	key := actor + "!" + box
 	pos, err := y.position(ctx, key)
@@ -150,7 +158,7 @@ func (y *Syncer) syncSource(ctx context.Context, actor, box string, budget int) 
 			case err != nil:
 				s.cfg.Logger.DebugContext(ctx, "activity sync skips an unreadable item", "page", pos.Page, "index", pos.Index, "error", err)
 			case !y.wanted(a, actor, box):
-			case !publishedBefore(a, youngest):
+			case !publishedBefore(a, youngest) && !publishedBefore(a, liveSince):
 				y.lag(key, page.TotalItems-pos.Read)
 				return queued, save()
 			default:

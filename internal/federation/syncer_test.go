@@ -43,10 +43,11 @@ func TestSyncPullsAFollowedDomainsOutboxFromItsPosition(t *testing.T) {
 	old := postCreates(t, a, 5, now.Add(-2*time.Hour), "old")
 	_, err := a.svc.Post(ctx, &activity.Activity{Type: activity.TypeFollow, To: activity.Strings{b.actor()}, Object: activity.IRIObject(b.actor())})
 	require.NoError(t, err)
-	young := postCreates(t, a, 2, now, "young")
+	// Published after we were taken as a follower (and past the clock skew): live delivery's.
+	young := postCreates(t, a, 2, now.Add(2*time.Minute), "young")
 
 	b.svc.cfg.SyncMinActivityAge = time.Hour
-	b.svc.cfg.NowFunc = func() time.Time { return now }
+	b.svc.cfg.NowFunc = func() time.Time { return now.Add(2 * time.Minute) }
 	y := b.svc.Syncer()
 	res, err := y.runOnce(ctx)
 	require.NoError(t, err)
@@ -84,6 +85,30 @@ func TestSyncPullsAFollowedDomainsOutboxFromItsPosition(t *testing.T) {
 	res, err = y.runOnce(ctx)
 	require.NoError(t, err)
 	require.Zero(t, res.Queued)
+}
+
+// TestSyncTakesWhatWasPublishedBeforeWeFollowedAtOnce: activities a domain published before it
+// took us as a follower never come live, so a new follower syncs them however young they are;
+// what is published later is left to live delivery for the minimum age, as before.
+func TestSyncTakesWhatWasPublishedBeforeWeFollowedAtOnce(t *testing.T) {
+	t.Parallel()
+	a, b := newDomain(t), newDomain(t)
+	ctx := context.Background()
+	now := time.Now()
+	before := postCreates(t, a, 3, now.Add(-5*time.Minute), "before")
+	require.NoError(t, b.st.RelationshipUpsert(ctx, store.RelationshipUpsertParams{Kind: store.RelationshipFollowing, Actor: a.actor(), Status: store.RelationshipAccepted}))
+	postCreates(t, a, 2, now.Add(5*time.Minute), "after")
+
+	b.svc.cfg.SyncMinActivityAge = time.Hour
+	b.svc.cfg.NowFunc = func() time.Time { return now.Add(5 * time.Minute) }
+	res, err := b.svc.Syncer().runOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 3, res.Queued, "published before the follow: synced at once; after it: left to live delivery")
+	rows := inboxRows(t, b)
+	require.Len(t, rows, 3)
+	for i, r := range rows {
+		require.Equal(t, before[i], r.ActivityID)
+	}
 }
 
 func TestSyncBudgetAcceleratesTheNextRun(t *testing.T) {

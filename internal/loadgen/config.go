@@ -28,9 +28,11 @@ type Config struct {
 	Target      string
 	Concurrency int
 	// Rate is operations per second; 0 means as fast as Concurrency allows (closed loop).
-	Rate     float64
+	Rate float64
+	// Duration bounds the timed phase; 0 means none when Count is set, DurationDefault when not.
 	Duration time.Duration
-	// Count stops the run after this many operations were sent (0: no limit).
+	// Count stops the run after this many operations were sent (0: no limit), so that a load of
+	// a named size (a million creates) is one run.
 	Count int
 	// Mix weighs operation types, e.g. "create=70,update=20,recover=5,deactivate=5"; "resolve"
 	// is a GET of a known DID (see ResolveDIDs).
@@ -60,7 +62,7 @@ type Config struct {
 // Default returns the defaults.
 func Default() Config {
 	return Config{
-		Target: TargetDefault, Concurrency: ConcurrencyDefault, Duration: DurationDefault, Mix: MixDefault,
+		Target: TargetDefault, Concurrency: ConcurrencyDefault, Mix: MixDefault,
 		SampleEvery: SampleEveryDefault, ResolveTimeout: ResolveTimeoutDefault, WarmupDIDs: WarmupDIDsDefault,
 		KeyPool: KeyPoolDefault, Method: MethodDefault,
 	}
@@ -71,8 +73,8 @@ func (c *Config) params() []param.Param {
 		param.String(&c.Target, "target", "base URL of the anchord to load; several, comma-separated, are used in turn and a request that gets no answer (or 503) is retried on the next"),
 		param.Int(&c.Concurrency, "concurrency", "requests in flight at most"),
 		param.Float(&c.Rate, "rate", "operations per second; 0 sends as fast as --concurrency allows"),
-		param.Duration(&c.Duration, "duration", "length of the timed phase"),
-		param.Int(&c.Count, "count", "stop after this many operations (0: no limit)"),
+		param.Duration(&c.Duration, "duration", "length of the timed phase (0: 30s without --count, no limit with it)"),
+		param.Int(&c.Count, "count", "stop after this many operations (0: no limit); with it, --duration is no limit unless set"),
 		param.String(&c.Mix, "mix", "weights of operation types, e.g. create=70,update=20,recover=5,deactivate=5; resolve=100 measures GET /identifiers of known DIDs"),
 		param.Int(&c.SampleEvery, "sample-every", "measure accept→resolvable for one operation in this many"),
 		param.Duration(&c.ResolveTimeout, "resolve-timeout", "give up following an operation after this long"),
@@ -108,8 +110,11 @@ func (c *Config) validate() error {
 	if c.Rate < 0 {
 		return &param.Error{Param: "rate", Value: fmt.Sprint(c.Rate), Err: fmt.Errorf("must not be negative")}
 	}
-	if c.Duration <= 0 && c.Count <= 0 {
-		return &param.Error{Param: "duration", Value: c.Duration.String(), Err: fmt.Errorf("set a positive --duration or --count")}
+	if c.Duration < 0 {
+		return &param.Error{Param: "duration", Value: c.Duration.String(), Err: fmt.Errorf("must not be negative")}
+	}
+	if c.Duration == 0 && c.Count <= 0 {
+		c.Duration = DurationDefault
 	}
 	if c.Interval < 0 {
 		return &param.Error{Param: "interval", Value: c.Interval.String(), Err: fmt.Errorf("must not be negative")}

@@ -31,6 +31,9 @@ type Interval struct {
 	GETs     int
 	GETsOK   int
 	GET      map[int]time.Duration
+	// Usage is the machine's, the servers' and the generator's CPU over the interval (nil: not
+	// sampled).
+	Usage *Usage
 }
 
 func (iv *interval) observePost(lat time.Duration, accepted bool) {
@@ -85,6 +88,9 @@ func (i Interval) Line() string {
 		fmtClock(i.From), fmtClock(i.To), i.AcceptedPerSec(), i.Errors, fmtDur(i.POST[50]), fmtDur(i.POST[99]), fmtDur(i.Resolve[95]), i.Resolved)
 	if i.GETs > 0 {
 		s += fmt.Sprintf("  GET %6.0f/s (%d not 200) p50 %s p99 %s", i.perSec(i.GETs), i.GETs-i.GETsOK, fmtDur(i.GET[50]), fmtDur(i.GET[99]))
+	}
+	if i.Usage != nil {
+		s += "  " + i.Usage.String()
 	}
 	return s
 }

@@ -39,7 +39,7 @@ func TestIntervalsCountOnlyWhatHappenedInThem(t *testing.T) {
 	s.followDone(time.Now(), 0, true, false)
 	require.True(t, s.intervalPending(30*time.Second, time.Second))
 
-	first := s.cutInterval(time.Minute)
+	first := s.cutInterval(time.Minute, nil)
 	require.Equal(t, time.Duration(0), first.From)
 	require.Equal(t, time.Minute, first.To)
 	require.Equal(t, 100, first.Accepted)
@@ -59,7 +59,7 @@ func TestIntervalsCountOnlyWhatHappenedInThem(t *testing.T) {
 		s.got(time.Millisecond, code)
 	}
 	require.False(t, s.intervalPending(time.Minute+500*time.Millisecond, time.Second), "shorter than the minimum")
-	second := s.cutInterval(90 * time.Second)
+	second := s.cutInterval(90*time.Second, nil)
 	require.Equal(t, time.Minute, second.From)
 	require.Equal(t, 90*time.Second, second.To)
 	require.Equal(t, 30, second.Accepted)

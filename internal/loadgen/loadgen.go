@@ -115,6 +115,15 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 		runCtx, cancel = context.WithTimeout(ctx, cfg.Duration)
 		defer cancel()
 	}
+	meter := newUsageMeter(r.client, r.targets)
+	first := meter.sample(ctx)
+	last := first
+	cut := func(elapsed time.Duration) {
+		now := meter.sample(ctx)
+		u := usageBetween(last, now)
+		last = now
+		fmt.Fprintln(out, r.stats.cutInterval(elapsed, &u).Line())
+	}
 	start := time.Now()
 	tokens := r.tokens(runCtx)
 	var workers sync.WaitGroup
@@ -141,7 +150,7 @@ loop:
 		case <-ticker.C:
 			r.stats.progress(out, time.Since(start), &lastAccepted)
 		case <-intervals:
-			fmt.Fprintln(out, r.stats.cutInterval(time.Since(start)).Line())
+			cut(time.Since(start))
 		case <-done:
 			break loop
 		}
@@ -151,12 +160,14 @@ loop:
 	// The last, partial interval is printed when it lasted a second or more: a shorter rest
 	// (the timed phase ending just after a tick) would rate a handful of requests per second.
 	if cfg.Interval > 0 && r.stats.intervalPending(elapsed, time.Second) {
-		fmt.Fprintln(out, r.stats.cutInterval(elapsed).Line())
+		cut(elapsed)
 	}
+	usage := usageBetween(first, meter.sample(ctx))
 	fmt.Fprintf(out, "sending done after %s; waiting for followed operations to resolve\n", elapsed.Round(time.Millisecond))
 	r.follows.Wait()
 	s := r.stats.summary(elapsed)
 	s.WarmupAccepted = warmupAccepted
+	s.Usage = usage
 	s.Write(out)
 	if cfg.Report != "" {
 		if err := writeReportFile(cfg.Report, cfg, s); err != nil {

@@ -72,6 +72,9 @@ func TestMixedRunAgainstAnEmbeddedServer(t *testing.T) {
 	require.Len(t, strings.Split(strings.TrimSpace(string(lines)), "\n"), sum.WarmupAccepted+sum.Accepted, "one line per accepted operation, warm-up included")
 
 	require.Contains(t, out.String(), "pre-flight: "+target+" is anchord")
+	require.Positive(t, sum.Usage.Cores, "the machine's cores are read")
+	require.Positive(t, sum.Usage.ServerCores, "the server's CPU is read from its /metrics")
+	require.Contains(t, out.String(), "cpu:              machine ")
 	require.NotEmpty(t, sum.Series)
 	require.NotEmpty(t, sum.Samples)
 	page, err := os.ReadFile(report)
@@ -90,7 +93,7 @@ func TestConfigErrorsNameTheParameter(t *testing.T) {
 		"--target ftp://x":           "--target",
 		"--concurrency 0":            "--concurrency",
 		"--mix create=1,delete=1":    "--mix",
-		"--duration 0s --count 0":    "--duration",
+		"--duration -1s":             "--duration",
 		"--target http://a,nonsense": "--target",
 		"--key-pool 1":               "--key-pool",
 		"--rate -5":                  "--rate",
@@ -99,6 +102,23 @@ func TestConfigErrorsNameTheParameter(t *testing.T) {
 		_, err := Load(strings.Fields(args), env, &bytes.Buffer{})
 		require.ErrorContains(t, err, want, args)
 	}
+}
+
+// TestCountAloneBoundsTheRun: --count without --duration loads the count however long it takes;
+// neither given is the default duration.
+func TestCountAloneBoundsTheRun(t *testing.T) {
+	t.Parallel()
+	env := func(string) (string, bool) { return "", false }
+	cfg, err := Load([]string{"--count", "10000000"}, env, &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Zero(t, cfg.Duration)
+	require.Equal(t, 10_000_000, cfg.Count)
+	cfg, err = Load(nil, env, &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Equal(t, DurationDefault, cfg.Duration)
+	cfg, err = Load([]string{"--count", "5", "--duration", "1m"}, env, &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Equal(t, time.Minute, cfg.Duration)
 }
 
 func TestPercentilesAndMix(t *testing.T) {

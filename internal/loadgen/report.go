@@ -100,6 +100,7 @@ th{font-weight:600;color:#555}svg{display:block;margin:1.5em 0}
 <tr><th>POST latency</th><td>{{.POST}}</td></tr>
 <tr><th>accept → resolvable</th><td>{{.Resolve}} ({{.S.Followed}} measured, {{.S.FollowTimeouts}} timed out)</td></tr>
 <tr><th>errors by status:code</th><td>{{.Errors}}</td></tr>
+{{if .S.Usage.Cores}}<tr><th>cpu</th><td>{{.S.Usage}}</td></tr>{{end}}
 {{if .FellBack}}<tr><th>mix fell back</th><td>{{.FellBack}} picks sent as creates, no published DID was free ({{.FellBackBy}})</td></tr>{{end}}
 </table>
 {{range .Plots}}{{.}}{{end}}

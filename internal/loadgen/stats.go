@@ -114,10 +114,11 @@ func (s *stats) got(lat time.Duration, status int) {
 }
 
 // cutInterval ends the current --interval at elapsed, keeps it for the summary and returns it.
-func (s *stats) cutInterval(elapsed time.Duration) Interval {
+func (s *stats) cutInterval(elapsed time.Duration, u *Usage) Interval {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i := s.iv.cut(elapsed)
+	i.Usage = u
 	s.intervals = append(s.intervals, i)
 	return i
 }
@@ -183,6 +184,8 @@ type Summary struct {
 	GET       map[int]time.Duration
 	// Intervals has one entry per --interval line.
 	Intervals []Interval
+	// Usage is the machine's, the servers' and the generator's CPU over the timed phase.
+	Usage Usage
 }
 
 func (s *stats) summary(elapsed time.Duration) Summary {
@@ -228,6 +231,9 @@ func (s Summary) Write(w io.Writer) {
 			s.GETs, s.Elapsed.Round(time.Millisecond), s.GETPerSec, s.GETsOK, fmtDur(s.GET[50]), fmtDur(s.GET[95]), fmtDur(s.GET[99]), fmtDur(s.GET[100]))
 	}
 	fmt.Fprintf(w, "  errors by code:   %s\n", formatCounts(s.Errors))
+	if s.Usage.Cores > 0 {
+		fmt.Fprintf(w, "  cpu:              %s\n", s.Usage)
+	}
 	if len(s.FellBack) > 0 {
 		n := 0
 		for _, v := range s.FellBack {

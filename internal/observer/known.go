@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bits-and-blooms/bloom/v3"
 
@@ -24,32 +25,65 @@ const (
 // did_operations goes through Add before its transaction commits — the embedded mode, where this
 // process's observer is the only writer. Intake uses it to skip the state read of a create for a
 // new DID, which under load otherwise costs a cold-cache SQLite read per request.
+//
+// A process that starts on an index it did not build fills the filter in the background (Fill)
+// while it already serves: until the fill is done the filter answers "may contain" for every
+// suffix, so callers read the database as a cluster instance does. Reading every DID before
+// serving took a start-up of ~2 s per million DIDs; a start must not grow with the index.
 type Known struct {
 	mu      sync.RWMutex
 	filters []*bloom.BloomFilter
 	caps    []uint
 	count   uint
+	// filled is set once every suffix indexed before the filter existed was added.
+	filled atomic.Bool
 }
 
-// NewKnown returns an empty filter.
-func NewKnown() *Known { return &Known{} }
+// NewKnown returns an empty filter that is exact from the start: for an index it sees being
+// built from nothing (tests, benchmarks).
+func NewKnown() *Known {
+	k := &Known{}
+	k.filled.Store(true)
+	return k
+}
 
-// LoadKnown fills a filter with every suffix in the per-DID index.
+// NewUnfilledKnown returns an empty filter that answers "may contain" until Fill has added every
+// suffix already indexed.
+func NewUnfilledKnown() *Known { return &Known{} }
+
+// LoadKnown fills a filter with every suffix in the per-DID index before it returns.
 func LoadKnown(ctx context.Context, st store.Executor) (*Known, error) {
-	k := NewKnown()
+	k := NewUnfilledKnown()
+	if err := k.Fill(ctx, st); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// knownFillPage is the suffixes read per query while filling.
+const knownFillPage = 10_000
+
+// Fill adds every suffix of the per-DID index, then makes the filter's "never indexed" answers
+// count. Suffixes indexed while it runs are added by the Observer (before their commit) whether
+// or not the scan passes them, so once the scan ends nothing indexed is missing.
+func (k *Known) Fill(ctx context.Context, st store.Executor) error {
 	after := ""
 	for {
-		page, err := st.DIDSuffixList(ctx, after, 10_000)
+		page, err := st.DIDSuffixList(ctx, after, knownFillPage)
 		if err != nil {
-			return nil, fmt.Errorf("load known DIDs: %w", err)
+			return fmt.Errorf("load known DIDs: %w", err)
 		}
 		if len(page) == 0 {
-			return k, nil
+			k.filled.Store(true)
+			return nil
 		}
 		k.Add(page)
 		after = page[len(page)-1]
 	}
 }
+
+// Filled reports whether Fill has finished (or the filter never needed one).
+func (k *Known) Filled() bool { return k.filled.Load() }
 
 // Add records suffixes as indexed.
 func (k *Known) Add(suffixes []string) {
@@ -73,9 +107,10 @@ func (k *Known) Add(suffixes []string) {
 	}
 }
 
-// Len returns how many suffixes were added: LoadKnown adds one per indexed DID, then the Observer
+// Len returns how many suffixes were added: Fill adds one per indexed DID, then the Observer
 // one per operation it indexes (again if a transaction is retried). It estimates the rows of the
-// per-DID index, low after a restart where DIDs have several operations, and is used only as such.
+// per-DID index, low after a restart where DIDs have several operations or while Fill still
+// runs, and is used only as such.
 func (k *Known) Len() int {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
@@ -86,8 +121,12 @@ func (k *Known) Len() int {
 	return int(n)
 }
 
-// MayContain reports false when suffix has certainly never been added.
+// MayContain reports false when suffix has certainly never been indexed; before Fill is done it
+// always reports true.
 func (k *Known) MayContain(suffix string) bool {
+	if !k.filled.Load() {
+		return true
+	}
 	k.mu.RLock()
 	defer k.mu.RUnlock()
 	for _, f := range k.filters {

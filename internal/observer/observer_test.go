@@ -532,6 +532,58 @@ func TestKnownFilterSkipsReadsOnlyForNewDIDs(t *testing.T) {
 	require.Nil(t, state)
 }
 
+// TestUnfilledKnownReadsTheIndexUntilFilled: a filter started on an index it did not build says
+// "may contain" for everything (callers read the database) until Fill has read the index; what the
+// Observer indexes meanwhile is kept, and after the fill a DID never indexed is answered without a
+// read.
+func TestUnfilledKnownReadsTheIndexUntilFilled(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	b := setup(t, st)
+	ctx := context.Background()
+	alice, create, err := b.wallet.Create()
+	require.NoError(t, err)
+	b.anchorOps(t, create)
+	_, err = newTestObserver(t, st, b, NewKnown()).CatchUp(ctx)
+	require.NoError(t, err)
+
+	known := NewUnfilledKnown()
+	require.False(t, known.Filled())
+	bob, create, err := b.wallet.Create()
+	require.NoError(t, err)
+	require.True(t, known.MayContain(bob.Suffix), "unfilled: everything may be indexed")
+	index := &countingIndex{Executor: st}
+	r := NewResolver(sidetree.DefaultProfile(), index, known, 0)
+	state, err := r.State(ctx, bob.Suffix)
+	require.NoError(t, err)
+	require.Nil(t, state)
+	require.EqualValues(t, 1, index.reads.Load(), "unfilled, an unknown DID is read")
+
+	// Bob is indexed before the fill runs, as the Observer does while a fill is under way.
+	b.anchorOps(t, create)
+	_, err = newTestObserver(t, st, b, known).CatchUp(ctx)
+	require.NoError(t, err)
+	require.NoError(t, known.Fill(ctx, st))
+	require.True(t, known.Filled())
+	require.True(t, known.MayContain(alice.Suffix), "indexed before the start, read by the fill")
+	require.True(t, known.MayContain(bob.Suffix), "indexed after the start, added by the Observer")
+	carol, _, err := b.wallet.Create()
+	require.NoError(t, err)
+	reads := index.reads.Load()
+	state, err = r.State(ctx, carol.Suffix)
+	require.NoError(t, err)
+	require.Nil(t, state)
+	require.Equal(t, reads, index.reads.Load(), "filled, a DID never indexed is answered without a read")
+}
+
+// newTestObserver is an Observer with the default profile and known, failing t on error.
+func newTestObserver(t *testing.T, st store.Store, b *testBundle, known *Known) *Observer {
+	t.Helper()
+	o, err := New(Config{Profile: sidetree.DefaultProfile(), Known: known}, st, b.cas.FetchFunc)
+	require.NoError(t, err)
+	return o
+}
+
 func TestKnownFilterGrowsWithoutLosingAnything(t *testing.T) {
 	t.Parallel()
 	k := NewKnown()

@@ -15,6 +15,12 @@ const (
 	qMigrationInsert = `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`
 )
 
+// The writer's synchronous setting around InTx's transactions (walSync).
+const (
+	qSynchronousNormal = `PRAGMA synchronous=NORMAL`
+	qSynchronousFull   = `PRAGMA synchronous=FULL`
+)
+
 const (
 	qSettingGet    = `SELECT value FROM settings WHERE name = ?`
 	qSettingInsert = `INSERT INTO settings (name, value, created_at) VALUES (?, ?, ?)`

@@ -14,6 +14,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -79,6 +80,8 @@ type Store struct {
 	reader *sql.DB
 	ckptDB *sql.DB // the Checkpointer's connection; nil without one
 	ckpt   *Checkpointer
+	// wal syncs the WAL after InTx's commits, outside the write lock (synchronous=full only).
+	wal    *walSync
 	path   string
 	logger *slog.Logger
 }
@@ -143,6 +146,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 
 	s := &Store{writer: writer, reader: reader, path: path, logger: logger}
 	s.executor = executor{w: writer, r: reader}
+	if sync == "full" {
+		if s.wal, err = newWALSync(path, cfg.Registerer); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open sqlite store: %w", err)
+		}
+	}
 	if cfg.CheckpointInterval > 0 {
 		// Its own connection: a checkpoint on the writer's would hold the write connection for
 		// as long as it runs, which is what it is there to avoid.
@@ -268,25 +277,72 @@ func (s *Store) Close() {
 	// Checkpointing on close keeps the WAL file small between runs; a failure is harmless.
 	_, _ = s.writer.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 	_ = s.writer.Close()
+	if s.wal != nil {
+		s.wal.close()
+	}
 }
 
 // InTx implements store.Store. The transaction starts with BEGIN IMMEDIATE (the writer DSN's
-// _txlock), so it holds the write lock from the start.
+// _txlock), so it holds the write lock from the start. With synchronous=full it commits without
+// syncing and syncs the WAL after the lock is released (walSync): it returns once the
+// transaction is durable, as a commit with synchronous=FULL would.
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Executor) error) error {
-	tx, err := s.writer.BeginTx(ctx, nil)
+	if s.wal == nil {
+		hooks, err := s.inTx(ctx, s.writer, fn)
+		if err != nil {
+			return err
+		}
+		hooks.Run()
+		return nil
+	}
+	conn, err := s.writer.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
+	}
+	// The setting is the connection's, and the writes made outside InTx on the same connection
+	// keep synchronous=FULL: it is lowered for this transaction only.
+	if _, err := conn.ExecContext(ctx, qSynchronousNormal); err != nil {
+		_ = conn.Close()
+		return fmt.Errorf("begin: %w", err)
+	}
+	hooks, err := s.inTx(ctx, conn, fn)
+	if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), qSynchronousFull); rerr != nil {
+		// A connection that cannot be set back must not serve writes that expect FULL.
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		s.logger.Error("restore synchronous=FULL on the writer; connection dropped", "error", rerr)
+	}
+	_ = conn.Close()
+	if err != nil {
+		return err
+	}
+	if err := s.wal.sync(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	// In-memory state learns of the transaction once it is durable, as with a syncing commit.
+	hooks.Run()
+	return nil
+}
+
+// beginner is what *sql.DB and *sql.Conn have in common.
+type beginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+// inTx runs fn in a transaction on db and commits it; the caller runs the returned commit hooks.
+func (s *Store) inTx(ctx context.Context, db beginner, fn func(ctx context.Context, tx store.Executor) error) (*store.CommitHooks, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
 	}
 	hctx, hooks := store.BeginCommitHooks(ctx)
 	if err := fn(hctx, executor{w: tx, r: tx}); err != nil {
 		_ = tx.Rollback()
-		return err
+		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return nil, fmt.Errorf("commit: %w", err)
 	}
-	hooks.Run()
-	return nil
+	return hooks, nil
 }
 
 // querier is what *sql.DB and *sql.Tx have in common.
