@@ -181,6 +181,8 @@ type Config struct {
 	Witness WitnessConfig
 	// WitnessLog configures the domain's witness log and the monitor of other domains' logs.
 	WitnessLog WitnessLogConfig
+	// Cosigner configures this domain as a C2SP tlog-witness of other logs.
+	Cosigner CosignerConfig
 
 	// ShutdownTimeout bounds each stage of the ordered shutdown.
 	ShutdownTimeout time.Duration
@@ -224,6 +226,21 @@ type FederationConfig struct {
 	SyncMaxActivities       int
 	// RequestTimeout bounds each request to another domain.
 	RequestTimeout time.Duration
+}
+
+// CosignerConfig configures the domain as a C2SP tlog-witness (docs/design/witness-log.md,
+// "anchord as a witness").
+type CosignerConfig struct {
+	// Enabled serves POST /witness/add-checkpoint and GET /witness/<origin hash>/checkpoint.
+	Enabled bool
+	// Name is the witness's key name; empty: the external endpoint's host followed by
+	// "/witness".
+	Name string
+	// LogsFile lists the logs cosigned besides those of the domains we follow and of our
+	// witnesses: one signed-note verifier key per line, named by the log's origin.
+	LogsFile string
+	// MLDSA adds an ML-DSA-44 subtree/v1 cosignature to the Ed25519 cosignature/v1 one.
+	MLDSA bool
 }
 
 // WitnessLogConfig configures the witness log (docs/design/witness-log.md).
@@ -359,6 +376,7 @@ func Default() Config {
 			ProofMonitorInterval: witness.LogProofIntervalDefault,
 		},
 		WitnessLog: WitnessLogConfig{MonitoringInterval: logmonitor.IntervalDefault, CheckpointInterval: witnesslog.CheckpointIntervalDefault},
+		Cosigner:   CosignerConfig{MLDSA: true},
 	}
 }
 
@@ -423,7 +441,7 @@ var logGroups = []struct {
 	{"tasks", []string{"task-manager-", "data-expiry-"}},
 	{"anchoring", []string{"anchor-", "ledger-", "submitter-"}},
 	{"federation", []string{"external-endpoint", "activitypub-", "max-clock-skew", "follow-auth-", "invite-witness-", "sync-", "peer-"}},
-	{"witness-log", []string{"witness-log"}},
+	{"witness-log", []string{"witness-log", "tlog-witness"}},
 }
 
 // LogGroups renders the effective configuration, secrets redacted, as one attribute list per

@@ -100,6 +100,10 @@ func (c *Config) params() []param.Param {
 		param.Secret(&c.WitnessLog.MariaDBURL, "witness-log-mariadb-url", "MariaDB database of the witness log (mysql://user:password@host:port/database), shared by every instance; required in a cluster, empty keeps the log in files under <data-dir>/log"),
 		param.Duration(&c.WitnessLog.CheckpointInterval, "witness-log-checkpoint-interval", "how often the witness log signs and publishes a checkpoint (at least 100ms; 1s with MariaDB); a witness answers an Offer once a checkpoint covers the credential"),
 		param.Duration(&c.WitnessLog.MonitoringInterval, "witness-log-monitoring-interval", "interval of the log consistency monitor, which checks the logs of followed domains and of witnesses").Also("vct-log-monitoring-interval").Env("VCT_LOG_MONITORING_INTERVAL"),
+		param.Bool(&c.Cosigner.Enabled, "tlog-witness", "be a C2SP tlog-witness: cosign the checkpoints of known logs at /witness/add-checkpoint when consistent with the last one cosigned (the logs of followed domains and of witnesses are known)"),
+		param.String(&c.Cosigner.Name, "tlog-witness-name", "key name of this witness's cosignatures (empty: <external host>/witness)"),
+		param.String(&c.Cosigner.LogsFile, "tlog-witness-logs", "file of further logs this witness cosigns: one signed-note verifier key per line, its name the log's origin"),
+		param.Bool(&c.Cosigner.MLDSA, "tlog-witness-ml-dsa", "add an ML-DSA-44 subtree/v1 cosignature to the Ed25519 cosignature/v1 one"),
 		param.String(&c.AllowedOrigins, "allowed-origins", "anchorOrigin values a create or recover may declare, comma-separated; * allows any; empty: only this domain (its external endpoint, actor IRI or did:web)").Env("ALLOWED_ORIGINS"),
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/httpapi"
@@ -157,6 +158,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.validateFederation(); err != nil {
 		return err
+	}
+	if n := c.Cosigner.Name; n != "" && (strings.ContainsAny(n, "+ \t\n") || !utf8.ValidString(n)) {
+		return &ParamError{Param: "tlog-witness-name", Value: n, Err: fmt.Errorf("a key name has no space and no '+'")}
 	}
 	if err := c.validateWitnessLog(); err != nil {
 		return err

@@ -66,8 +66,7 @@ func (c *core) openWitnessLog(ctx context.Context) error {
 // logMonitor registers the log consistency monitor (one instance at a time, under its task
 // permit), which checks the logs of the domains we follow and of our witnesses, and the retry
 // of its dead letters: retrying one accepts the log as it now is.
-func (c *core) logMonitor(svc *federation.Service) error {
-	dir := &logDirectory{st: c.st, svc: svc, client: svc.Client(), logger: c.log("logmonitor")}
+func (c *core) logMonitor(dir *logDirectory) error {
 	fence := func(ctx context.Context, tx store.Executor, term int64) error {
 		return c.tasks.Fence(ctx, tx, logmonitor.TaskID, term)
 	}
