@@ -258,6 +258,18 @@ type WitnessLogConfig struct {
 	// CheckpointInterval is how often the log signs and publishes a checkpoint: a witness
 	// answers once one covers its entry, so under LogRequired it bounds how soon a proof counts.
 	CheckpointInterval time.Duration
+	// WitnessesFile is a witness policy in tessera's format (witness keys, URLs, groups,
+	// quorum): every checkpoint is cosigned by these C2SP witnesses before it is served.
+	WitnessesFile string
+	// WitnessTimeout bounds one round of cosigning.
+	WitnessTimeout time.Duration
+	// WitnessFailOpen serves a checkpoint that missed the quorum; by default the last one that
+	// met it stays served.
+	WitnessFailOpen bool
+	// MonitorPolicyFile is a witness policy, in the same format, that another domain's
+	// checkpoint must satisfy before the proof monitor and the log consistency monitor accept
+	// it; empty: the domain's signature suffices.
+	MonitorPolicyFile string
 }
 
 // ExternalEndpointURL is --external-endpoint, or http://<host-url> when it is empty (a host-url
@@ -375,8 +387,11 @@ func Default() Config {
 
 			ProofMonitorInterval: witness.LogProofIntervalDefault,
 		},
-		WitnessLog: WitnessLogConfig{MonitoringInterval: logmonitor.IntervalDefault, CheckpointInterval: witnesslog.CheckpointIntervalDefault},
-		Cosigner:   CosignerConfig{MLDSA: true},
+		WitnessLog: WitnessLogConfig{
+			MonitoringInterval: logmonitor.IntervalDefault, CheckpointInterval: witnesslog.CheckpointIntervalDefault,
+			WitnessTimeout: witnesslog.WitnessTimeoutDefault,
+		},
+		Cosigner: CosignerConfig{MLDSA: true},
 	}
 }
 

@@ -276,6 +276,12 @@ func (c *Config) validateWitnessLog() error {
 	if w.Enabled && c.MQURL != "" && c.Roles != "submitter" && w.MariaDBURL == "" {
 		return &ParamError{Param: "witness-log", Value: "true", Err: fmt.Errorf("a cluster keeps its witness log in MariaDB: set --witness-log-mariadb-url")}
 	}
+	if w.WitnessesFile != "" && !w.Enabled {
+		return &ParamError{Param: "witness-log-witnesses", Value: w.WitnessesFile, Err: fmt.Errorf("has no use without --witness-log")}
+	}
+	if w.WitnessTimeout <= 0 {
+		return &ParamError{Param: "witness-log-witness-timeout", Value: w.WitnessTimeout.String(), Err: fmt.Errorf("must be positive")}
+	}
 	if w.MonitoringInterval <= 0 {
 		return &ParamError{Param: "witness-log-monitoring-interval", Value: w.MonitoringInterval.String(), Err: fmt.Errorf("must be positive")}
 	}

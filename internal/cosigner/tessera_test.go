@@ -21,6 +21,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/servicetest"
 	"github.com/anchord/anchord/internal/store/storetest"
 )
 
@@ -33,8 +34,8 @@ func witnessPolicyLine(name, vkey, url string) string {
 	return fmt.Sprintf("witness %s %s %s\n", name, vkey, url)
 }
 
-// TestTesseraDrivesAnchordAsWitness: a tessera log whose witness policy names anchord's
-// witness grows to 10,000 entries; tessera's own witness client obtains a cosignature for
+// TestTesseraDrivesAnchordAsWitness: a tessera log whose witness policy needs anchord's
+// witness and a litewitness grows to 10,000 entries; tessera's own witness client obtains a cosignature for
 // every checkpoint it publishes, and each one verifies with the standard note verifier.
 func TestTesseraDrivesAnchordAsWitness(t *testing.T) {
 	t.Parallel()
@@ -62,7 +63,10 @@ func TestTesseraDrivesAnchordAsWitness(t *testing.T) {
 	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)
 
-	policy := witnessPolicyLine("anchord", key.VerifierKeys()[0], srv.URL+Prefix) + "quorum anchord\n"
+	// An independent witness beside anchord: both must cosign every checkpoint.
+	lw := servicetest.StartLitewitness(t, "lw.example/w", vkey)
+	policy := witnessPolicyLine("anchord", key.VerifierKeys()[0], srv.URL+Prefix) + lw.PolicyLine("litewitness") +
+		"group both 2 anchord litewitness\nquorum both\n"
 	group, err := tessera.NewWitnessGroupFromPolicy([]byte(policy))
 	require.NoError(t, err)
 	drv, err := posix.New(ctx, posix.Config{Path: t.TempDir()})
@@ -104,9 +108,11 @@ func TestTesseraDrivesAnchordAsWitness(t *testing.T) {
 	}
 	raw, err := reader.ReadCheckpoint(ctx)
 	require.NoError(t, err)
-	n, err := note.Open(raw, note.VerifierList(lv, wv))
+	lwv, err := fnote.NewVerifierForCosignatureV1(lw.VerifierKey)
 	require.NoError(t, err)
-	require.Len(t, n.Sigs, 2, "the published checkpoint carries the log's signature and anchord's cosignature")
+	n, err := note.Open(raw, note.VerifierList(lv, wv, lwv))
+	require.NoError(t, err)
+	require.Len(t, n.Sigs, 3, "the published checkpoint carries the log's signature and both cosignatures")
 	t.Logf("%d entries, %d checkpoints cosigned by anchord", entries, len(exchanges))
 
 	// The witness now holds the log's latest checkpoint: replaying an earlier one is refused.

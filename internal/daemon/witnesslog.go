@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 
 	"github.com/anchord/anchord/internal/federation"
@@ -42,6 +43,17 @@ func (c *core) openWitnessLog(ctx context.Context) error {
 		return fmt.Errorf("--external-endpoint: %w", err)
 	}
 	cfg := witnesslog.Config{Origin: origin, Key: key, CheckpointInterval: c.cfg.WitnessLog.CheckpointInterval, Logger: c.log("witnesslog"), Registerer: c.reg}
+	if f := c.cfg.WitnessLog.WitnessesFile; f != "" {
+		policy, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("--witness-log-witnesses: %w", err)
+		}
+		// The witnesses are endpoints the operator named, as the IPFS node and the ledger are,
+		// not domains met through federation: their requests do not go through the peer client.
+		cfg.Witnessing = &witnesslog.WitnessingConfig{
+			Policy: policy, Timeout: c.cfg.WitnessLog.WitnessTimeout, FailOpen: c.cfg.WitnessLog.WitnessFailOpen,
+		}
+	}
 	var l *witnesslog.Log
 	if dbURL := c.cfg.WitnessLog.MariaDBURL; dbURL != "" {
 		if l, err = witnesslog.OpenMariaDB(ctx, cfg, dbURL); err != nil {
@@ -52,6 +64,11 @@ func (c *core) openWitnessLog(ctx context.Context) error {
 	}
 	c.witnessLog = l
 	c.routes = append(c.routes, func(mux httpapi.Router) { l.Register(mux) })
+	if cfg.Witnessing != nil {
+		// Every instance cosigns (a round that finds the latest checkpoint cosigned already asks
+		// no witness); the loop stops with the consumers, before the log closes.
+		c.sup.add(StageConsumers, "witness-log-cosigner", l.RunCosigner)
+	}
 	c.sup.onStop(StageWriters, "witness-log", func() {
 		cctx, cancel := context.WithTimeout(context.Background(), c.cfg.ShutdownTimeout)
 		defer cancel()
