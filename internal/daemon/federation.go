@@ -66,7 +66,11 @@ func (c *core) federation(ctx context.Context) (*federation.Service, error) {
 	}); err != nil {
 		return nil, err
 	}
-	dir := &logDirectory{st: c.st, svc: svc, client: svc.Client(), logger: c.log("logmonitor")}
+	witnesses, err := c.monitorWitnesses()
+	if err != nil {
+		return nil, err
+	}
+	dir := &logDirectory{st: c.st, svc: svc, client: svc.Client(), logger: c.log("logmonitor"), witnesses: witnesses}
 	if err := c.logMonitor(dir); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 
@@ -87,14 +88,43 @@ func (c *core) logMonitor(dir *logDirectory) error {
 	fence := func(ctx context.Context, tx store.Executor, term int64) error {
 		return c.tasks.Fence(ctx, tx, logmonitor.TaskID, term)
 	}
-	mon, err := logmonitor.New(logmonitor.Config{
-		Interval: c.cfg.WitnessLog.MonitoringInterval, Logger: c.log("logmonitor"), Registerer: c.reg,
-	}, c.st, dir, fence)
+	mcfg := logmonitor.Config{Interval: c.cfg.WitnessLog.MonitoringInterval, Logger: c.log("logmonitor"), Registerer: c.reg}
+	if dir.witnesses != nil {
+		// The witnesses of the policy are endpoints the operator named, read as the IPFS node and
+		// the ledger are (not through the peer client): bounded in time and size like a peer.
+		client := &http.Client{Timeout: c.cfg.Federation.RequestTimeout}
+		mcfg.WitnessPrefixes = dir.witnesses.Prefixes
+		mcfg.WitnessFetch = func(prefix string) witnesslog.FetchFunc {
+			f, err := witnesslog.HTTPFetch(client, prefix)
+			if err != nil {
+				return func(context.Context, string, int64) ([]byte, error) { return nil, err }
+			}
+			return f
+		}
+	}
+	mon, err := logmonitor.New(mcfg, c.st, dir, fence)
 	if err != nil {
 		return err
 	}
 	c.retry[logmonitor.DeadLetterLogInconsistency] = logmonitor.RetryDeadLetter
 	return c.tasks.Register(taskmgr.Task{ID: logmonitor.TaskID, Interval: mon.Interval(), Run: mon.RunTask})
+}
+
+// monitorWitnesses reads --witness-log-monitor-policy: nil when it is not set.
+func (c *core) monitorWitnesses() (*witnesslog.Witnesses, error) {
+	f := c.cfg.WitnessLog.MonitorPolicyFile
+	if f == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return nil, fmt.Errorf("--witness-log-monitor-policy: %w", err)
+	}
+	w, err := witnesslog.ParseWitnesses(b)
+	if err != nil {
+		return nil, fmt.Errorf("--witness-log-monitor-policy: %w", err)
+	}
+	return &w, nil
 }
 
 // relationshipPage is how many relationships one query of the directory reads.
@@ -109,6 +139,9 @@ type logDirectory struct {
 	svc    *federation.Service
 	client *peer.Client
 	logger *slog.Logger
+	// witnesses, when set (--witness-log-monitor-policy), is the quorum every log's checkpoints
+	// must satisfy before a monitor accepts them.
+	witnesses *witnesslog.Witnesses
 }
 
 func (d *logDirectory) Logs(ctx context.Context) ([]logmonitor.Log, error) {
@@ -167,7 +200,11 @@ func (d *logDirectory) logOf(ctx context.Context, actor string) (logmonitor.Log,
 		}
 		return body, err
 	}
-	return logmonitor.Log{Domain: actor, Origin: pl.Origin, Key: key, Fetch: fetch}, true, nil
+	l := logmonitor.Log{Domain: actor, Origin: pl.Origin, Key: key, Fetch: fetch}
+	if d.witnesses != nil {
+		l.Quorum = d.witnesses.Quorum
+	}
+	return l, true, nil
 }
 
 // actorKey is the key of the actor's document, the domain key that signs its checkpoints.
@@ -199,5 +236,5 @@ func (p peerLogs) PeerLog(ctx context.Context, actor string) (*witnesslog.Peer, 
 	if err != nil {
 		return nil, "", false, err
 	}
-	return peer, l.Origin, true, nil
+	return peer.WithQuorum(l.Quorum), l.Origin, true, nil
 }
