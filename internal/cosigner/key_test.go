@@ -24,7 +24,7 @@ const (
 	specCosigLine  = "— witness.example.com/w1 jWbPPwAAAABkGFDLEZMHwSRaJNiIDoe9DYn/zXcrtPHeolMI5OWXEhZCB9dlrDJsX3b2oyin1nPZqhf5nNo0xUe+mbIUBkBIfZ+qnA=="
 )
 
-func testKey(t *testing.T, withMLDSA bool) *Key {
+func testKey(t testing.TB, withMLDSA bool) *Key {
 	t.Helper()
 	_, domain, err := ed25519.GenerateKey(nil)
 	require.NoError(t, err)

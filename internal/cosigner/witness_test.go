@@ -35,7 +35,7 @@ type testLog struct {
 	tree   *testonly.Tree
 }
 
-func newTestLog(t *testing.T, origin string) *testLog {
+func newTestLog(t testing.TB, origin string) *testLog {
 	t.Helper()
 	skey, vkey, err := note.GenerateKey(nil, origin)
 	require.NoError(t, err)
@@ -64,7 +64,7 @@ func (l *testLog) checkpoint() []byte {
 }
 
 // request is an add-checkpoint body from old to the tree's current size.
-func (l *testLog) request(t *testing.T, old uint64, cp []byte) []byte {
+func (l *testLog) request(t testing.TB, old uint64, cp []byte) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "old %d\n", old)
