@@ -3,6 +3,7 @@ package cosigner
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
@@ -35,8 +36,10 @@ func witnessPolicyLine(name, vkey, url string) string {
 }
 
 // TestTesseraDrivesAnchordAsWitness: a tessera log whose witness policy needs anchord's
-// witness and a litewitness grows to 10,000 entries; tessera's own witness client obtains a cosignature for
-// every checkpoint it publishes, and each one verifies with the standard note verifier.
+// witness and a litewitness grows to 10,000 entries; tessera's own witness client obtains a
+// cosignature for every checkpoint it publishes, and each one verifies with the standard note
+// verifier. Then a replay is answered 409, a bad proof 422, a forged log signature 403, an
+// unknown log 404.
 func TestTesseraDrivesAnchordAsWitness(t *testing.T) {
 	t.Parallel()
 	entries := 10_000
@@ -115,12 +118,36 @@ func TestTesseraDrivesAnchordAsWitness(t *testing.T) {
 	require.Len(t, n.Sigs, 3, "the published checkpoint carries the log's signature and both cosignatures")
 	t.Logf("%d entries, %d checkpoints cosigned by anchord", entries, len(exchanges))
 
-	// The witness now holds the log's latest checkpoint: replaying an earlier one is refused.
-	body := append([]byte(fmt.Sprintf("old %d\n\n", 0)), raw...)
-	resp, err := http.Post(srv.URL+Prefix+"/add-checkpoint", "text/plain", bytes.NewReader(body))
+	// The witness now holds the log's latest checkpoint. Replaying an earlier state is a 409.
+	post := func(body []byte) int {
+		resp, err := http.Post(srv.URL+Prefix+"/add-checkpoint", "text/plain", bytes.NewReader(body))
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusConflict, post(append([]byte("old 0\n\n"), raw...)), "a replay from size 0")
+	// A checkpoint one entry larger, signed by the log, whose proof does not verify: 422.
+	text := fmt.Sprintf("tessera.example/log\n%d\n%s\n", entries+1, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)))
+	signed, err := note.Sign(&note.Note{Text: text}, logSigner)
 	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusConflict, resp.StatusCode)
+	bogus := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))
+	require.Equal(t, http.StatusUnprocessableEntity, post(fmt.Appendf(nil, "old %d\n%s\n\n%s", entries, bogus, signed)), "a bad proof")
+	// The same checkpoint signed by another key under the log's name: 403.
+	forgerKey, _, err := note.GenerateKey(nil, "tessera.example/log")
+	require.NoError(t, err)
+	forger, err := note.NewSigner(forgerKey)
+	require.NoError(t, err)
+	forged, err := note.Sign(&note.Note{Text: text}, forger)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusForbidden, post(fmt.Appendf(nil, "old %d\n%s\n\n%s", entries, bogus, forged)), "a forged log signature")
+	// A log the witness does not know: 404.
+	otherKey, _, err := note.GenerateKey(nil, "other.example/log")
+	require.NoError(t, err)
+	other, err := note.NewSigner(otherKey)
+	require.NoError(t, err)
+	unknown, err := note.Sign(&note.Note{Text: strings.Replace(text, "tessera.example/log", "other.example/log", 1)}, other)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusNotFound, post(append([]byte("old 0\n\n"), unknown...)), "an unknown origin")
 	cancel()
 }
 
