@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/transparency-dev/tessera"
+
+	"github.com/anchord/anchord/internal/loop"
 )
 
 // Defaults of WitnessingConfig.
@@ -136,7 +138,9 @@ func (l *Log) Cosign(ctx context.Context) (CosignResult, error) {
 	}
 	res := CosignResult{Size: cp.Size, Outcome: CosignUnchanged}
 	if cur, err := c.store.read(ctx); err == nil {
-		if n, err := checkpointSize(cur); err == nil && n >= cp.Size {
+		// A checkpoint served without the quorum (fail-open) is asked for again, so that the
+		// witnesses' cosignatures follow once they answer, even if the log has not grown.
+		if n, err := checkpointSize(cur); err == nil && n >= cp.Size && c.group.Satisfied(cur) {
 			return res, nil
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -175,24 +179,18 @@ func (l *Log) RunCosigner(ctx context.Context) error {
 	if l.cosigning == nil {
 		return nil
 	}
-	t := time.NewTicker(l.cfg.CheckpointInterval)
-	defer t.Stop()
-	for {
+	loop.Every(ctx, l.cfg.CheckpointInterval, func(ctx context.Context) {
 		rctx, cancel := context.WithTimeout(ctx, l.cosigning.cfg.Timeout+l.cfg.CheckpointInterval)
+		defer cancel()
 		res, err := l.Cosign(rctx)
-		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil:
 			l.logger.WarnContext(ctx, "witness log checkpoint not cosigned", "size", res.Size, "outcome", res.Outcome, "error", err)
 		case res.Outcome == CosignCosigned:
 			l.logger.DebugContext(ctx, "witness log checkpoint cosigned", "size", res.Size, "duration", res.Duration)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	})
+	return nil
 }
 
 // posixCosigned keeps the cosigned checkpoint in a file of the log's directory, written as
