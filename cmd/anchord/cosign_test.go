@@ -20,6 +20,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/cosigner"
 	"github.com/anchord/anchord/internal/logmonitor"
 	"github.com/anchord/anchord/internal/servicetest"
 	"github.com/anchord/anchord/internal/store"
@@ -191,4 +192,52 @@ func readCheckpoint(t *testing.T, d *relayDomain) ([]byte, bool) {
 		return nil, false
 	}
 	return raw, true
+}
+
+// TestDomainCosignsTheLogOfADomainItFollows: A is a tlog-witness (--tlog-witness) and follows B,
+// whose witness policy names A's witness alone. A knows B's log without being told (origin and
+// key from B's WebFinger and actor), so B's checkpoints get A's cosignature, as B's log grows;
+// each verifies with tessera's cosignature verifier and x/mod's note package.
+func TestDomainCosignsTheLogOfADomainItFollows(t *testing.T) {
+	t.Parallel()
+	keyFileA, keyA := writeKeyFile(t)
+	keyFileB, keyB := writeKeyFile(t)
+	a := startDomain(t, "A", append(slices.Clone(logTiming), "--tlog-witness", "--key-file", keyFileA)...)
+	wkey, err := cosigner.DeriveKey(a.addr+cosigner.Prefix, keyA, true)
+	require.NoError(t, err)
+	policyFile := filepath.Join(t.TempDir(), "witnesses")
+	require.NoError(t, os.WriteFile(policyFile, fmt.Appendf(nil, "witness a %s http://%s%s\nquorum a\n", wkey.VerifierKeys()[0], a.addr, cosigner.Prefix), 0o600))
+	b := startDomain(t, "B", "--witness-log", "--key-file", keyFileB, "--witness-log-witnesses", policyFile)
+	origin, err := witnesslog.OriginFor("http://" + b.addr)
+	require.NoError(t, err)
+	_, served := readCheckpoint(t, b)
+	require.False(t, served, "nothing is served before A cosigns")
+
+	a.follow(b)
+	bv, err := note.NewVerifier(mustEd25519VKey(t, origin, keyB.Public().(ed25519.PublicKey)))
+	require.NoError(t, err)
+	av, err := fnote.NewVerifierForCosignatureV1(wkey.VerifierKeys()[0])
+	require.NoError(t, err)
+	cosignedAt := func(size uint64) func() bool {
+		return func() bool {
+			raw, ok := readCheckpoint(t, b)
+			if !ok {
+				return false
+			}
+			n, err := note.Open(raw, note.VerifierList(bv, av))
+			if err != nil || len(n.Sigs) != 2 {
+				return false
+			}
+			cp, err := witnesslog.OpenCheckpoint(raw, origin, keyB.Public().(ed25519.PublicKey))
+			return err == nil && cp.Size == size
+		}
+	}
+	anchordtest.Eventually(t, 30*time.Second, 200*time.Millisecond, cosignedAt(0), "A cosigned B's empty log once it followed B")
+
+	b.stop()
+	b.appendOffline(keyB, []byte(`{"id":"urn:uuid:one"}`), []byte(`{"id":"urn:uuid:two"}`))
+	b.start()
+	anchordtest.Eventually(t, 30*time.Second, 200*time.Millisecond, cosignedAt(2), "A cosigned B's grown log, from the size it had cosigned")
+	cosigned, _ := scrape(t, a, "anchord_cosigner_cosigned_total")
+	require.GreaterOrEqual(t, cosigned, 2.0)
 }

@@ -27,8 +27,8 @@ func (d *logDirectory) witnessLogs(ctx context.Context) ([]cosigner.Log, error) 
 // tlogWitness makes the domain a C2SP tlog-witness when --tlog-witness is set: it serves
 // add-checkpoint and the cosigned checkpoints under /witness/ on the API listener, cosigning
 // the logs of --tlog-witness-logs and those of the domains it follows and of its witnesses
-// (listed again every minute on every instance, so that a request never makes it fetch
-// anything). The cosigned checkpoints live in the store, whose compare-and-swap keeps the
+// (listed again every --witness-log-monitoring-interval on every instance, so that a request
+// never makes it fetch anything). The cosigned checkpoints live in the store, whose compare-and-swap keeps the
 // instances of a cluster from cosigning two checkpoints of one size.
 func (c *core) tlogWitness(ctx context.Context, dir *logDirectory) error {
 	cfg := c.cfg.Cosigner
@@ -61,7 +61,10 @@ func (c *core) tlogWitness(ctx context.Context, dir *logDirectory) error {
 			return fmt.Errorf("--tlog-witness-logs: %w", err)
 		}
 	}
-	logs, err := cosigner.NewKnownLogs(cosigner.KnownLogsConfig{Static: static, List: dir.witnessLogs, Logger: c.log("cosigner")})
+	// Refreshed as often as the log consistency monitor looks at the same domains' logs.
+	logs, err := cosigner.NewKnownLogs(cosigner.KnownLogsConfig{
+		Static: static, List: dir.witnessLogs, RefreshInterval: c.cfg.WitnessLog.MonitoringInterval, Logger: c.log("cosigner"),
+	})
 	if err != nil {
 		return fmt.Errorf("--tlog-witness-logs: %w", err)
 	}
