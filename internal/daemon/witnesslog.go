@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 
+	"github.com/anchord/anchord/internal/cosigner"
 	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/httpsig"
@@ -53,6 +53,7 @@ func (c *core) openWitnessLog(ctx context.Context) error {
 		// not domains met through federation: their requests do not go through the peer client.
 		cfg.Witnessing = &witnesslog.WitnessingConfig{
 			Policy: policy, Timeout: c.cfg.WitnessLog.WitnessTimeout, FailOpen: c.cfg.WitnessLog.WitnessFailOpen,
+			Client: cosigner.EndpointClient(c.cfg.WitnessLog.WitnessTimeout),
 		}
 	}
 	var l *witnesslog.Log
@@ -92,7 +93,7 @@ func (c *core) logMonitor(dir *logDirectory) error {
 	if dir.witnesses != nil {
 		// The witnesses of the policy are endpoints the operator named, read as the IPFS node and
 		// the ledger are (not through the peer client): bounded in time and size like a peer.
-		client := &http.Client{Timeout: c.cfg.Federation.RequestTimeout}
+		client := cosigner.EndpointClient(c.cfg.Federation.RequestTimeout)
 		mcfg.WitnessPrefixes = dir.witnesses.Prefixes
 		mcfg.WitnessFetch = func(prefix string) witnesslog.FetchFunc {
 			f, err := witnesslog.HTTPFetch(client, prefix)

@@ -66,7 +66,7 @@ func TestMonitorRequiresTheQuorumAndFindsASplitViewThroughAWitness(t *testing.T)
 	open := func(dir string, policy string) (*witnesslog.Log, string) {
 		l, err := witnesslog.OpenPOSIX(ctx, witnesslog.Config{
 			Origin: origin, Key: key, CheckpointInterval: 200 * time.Millisecond, Logger: anchordtest.Logger(t), Registerer: prometheus.NewRegistry(),
-			Witnessing: &witnesslog.WitnessingConfig{Policy: []byte(policy)},
+			Witnessing: &witnesslog.WitnessingConfig{Policy: []byte(policy), Client: cosigner.EndpointClient(10 * time.Second)},
 		}, dir)
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })

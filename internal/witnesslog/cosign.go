@@ -39,7 +39,8 @@ type WitnessingConfig struct {
 	// FailOpen serves a checkpoint that did not get the quorum (with the cosignatures it got);
 	// by default such a checkpoint is not served, and the one served before stays.
 	FailOpen bool
-	// Client makes the requests to the witnesses; nil: a client of its own, bounded by Timeout.
+	// Client makes the requests to the witnesses (cosigner.EndpointClient); required, with its
+	// Transport set.
 	Client *http.Client
 }
 
@@ -67,8 +68,8 @@ func newCosigning(l *Log, cfg WitnessingConfig, store cosignedStore) (*cosigning
 		return nil, fmt.Errorf("witness policy: %w", err)
 	}
 	cfg.Timeout = cmp.Or(cfg.Timeout, WitnessTimeoutDefault)
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: cfg.Timeout}
+	if cfg.Client == nil || cfg.Client.Transport == nil {
+		return nil, errors.New("witness policy: a client with a transport is required to reach the witnesses")
 	}
 	cfg.Client = instrumentClient(cfg.Client, l.m)
 	sig, err := newSigner(l.cfg.Origin, l.cfg.Key)
@@ -274,7 +275,7 @@ func (l *Log) servedCheckpoint(ctx context.Context) ([]byte, error) {
 // instrumentClient counts the requests to each witness by status.
 func instrumentClient(c *http.Client, m *metrics) *http.Client {
 	cc := *c
-	next := cmp.Or[http.RoundTripper](c.Transport, http.DefaultTransport)
+	next := c.Transport
 	cc.Transport = roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		resp, err := next.RoundTrip(req)
 		code := "error"

@@ -39,6 +39,11 @@ func twoLitewitnesses(t *testing.T, tb *testBundle) ([]*servicetest.Litewitness,
 	return ws, []byte(policy)
 }
 
+// witnessClient reaches the test's witnesses.
+func witnessClient() *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()}
+}
+
 // readServed GETs the checkpoint the log serves.
 func readServed(t *testing.T, root string) (int, []byte) {
 	t.Helper()
@@ -85,7 +90,7 @@ func TestCheckpointsAreCosignedByTwoLitewitnesses(t *testing.T) {
 			t.Parallel()
 			tb := setup(t)
 			ws, policy := twoLitewitnesses(t, tb)
-			tb.cfg.Witnessing = &WitnessingConfig{Policy: policy}
+			tb.cfg.Witnessing = &WitnessingConfig{Policy: policy, Client: witnessClient()}
 			l := b.open(t, tb.cfg)
 			root := serve(t, l)
 			ctx := anchordtest.Context(t, 5*time.Minute)
@@ -149,7 +154,7 @@ func TestWitnessesRefuseAForkedLog(t *testing.T) {
 	ws, policy := twoLitewitnesses(t, tb)
 	reg := prometheus.NewRegistry()
 	tb.cfg.Registerer = reg
-	tb.cfg.Witnessing = &WitnessingConfig{Policy: policy}
+	tb.cfg.Witnessing = &WitnessingConfig{Policy: policy, Client: witnessClient()}
 	tb.cfg.CheckpointInterval = 200 * time.Millisecond
 	dir := filepath.Join(t.TempDir(), "log")
 	ctx := anchordtest.Context(t, testTimeout)
