@@ -236,8 +236,8 @@ type CosignerConfig struct {
 	// Name is the witness's key name; empty: the external endpoint's host followed by
 	// "/witness".
 	Name string
-	// LogsFile lists the logs cosigned besides those of the domains we follow and of our
-	// witnesses: one signed-note verifier key per line, named by the log's origin.
+	// LogsFile lists the logs cosigned besides those of the domains we follow, of our witnesses
+	// and of the domains we witness for: one signed-note verifier key per line, named by the log's origin.
 	LogsFile string
 	// MLDSA adds an ML-DSA-44 subtree/v1 cosignature to the Ed25519 cosignature/v1 one.
 	MLDSA bool

@@ -104,7 +104,7 @@ func (c *Config) params() []param.Param {
 		param.Duration(&c.WitnessLog.WitnessTimeout, "witness-log-witness-timeout", "bound on one round of asking the witnesses to cosign a checkpoint"),
 		param.Bool(&c.WitnessLog.WitnessFailOpen, "witness-log-witness-fail-open", "serve a checkpoint that missed the witnesses' quorum (default: keep serving the last one that met it)"),
 		param.String(&c.WitnessLog.MonitorPolicyFile, "witness-log-monitor-policy", "witness policy file another domain's checkpoints must satisfy before the proof and log consistency monitors accept them (empty: the domain's signature suffices)"),
-		param.Bool(&c.Cosigner.Enabled, "tlog-witness", "be a C2SP tlog-witness: cosign the checkpoints of known logs at /witness/add-checkpoint when consistent with the last one cosigned (the logs of followed domains and of witnesses are known)"),
+		param.Bool(&c.Cosigner.Enabled, "tlog-witness", "be a C2SP tlog-witness: cosign the checkpoints of known logs at /witness/add-checkpoint when consistent with the last one cosigned (the logs of followed domains, of our witnesses and of the domains we witness for are known)"),
 		param.String(&c.Cosigner.Name, "tlog-witness-name", "key name of this witness's cosignatures (empty: <external host>/witness)"),
 		param.String(&c.Cosigner.LogsFile, "tlog-witness-logs", "file of further logs this witness cosigns: one signed-note verifier key per line, its name the log's origin"),
 		param.Bool(&c.Cosigner.MLDSA, "tlog-witness-ml-dsa", "add an ML-DSA-44 subtree/v1 cosignature to the Ed25519 cosignature/v1 one"),

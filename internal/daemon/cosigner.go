@@ -8,12 +8,14 @@ import (
 
 	"github.com/anchord/anchord/internal/cosigner"
 	"github.com/anchord/anchord/internal/httpapi"
+	"github.com/anchord/anchord/internal/store"
 )
 
-// witnessLogs lists the logs of the domains we follow and of our witnesses, with their keys:
-// the logs this domain cosigns as a tlog-witness without being told, and those it watches.
+// witnessLogs lists the logs of the domains we follow, of our witnesses and of the domains we
+// witness for, with their keys: the logs this domain cosigns as a tlog-witness without being
+// told.
 func (d *logDirectory) witnessLogs(ctx context.Context) ([]cosigner.Log, error) {
-	logs, err := d.Logs(ctx)
+	logs, err := d.logsOf(ctx, store.RelationshipFollowing, store.RelationshipWitness, store.RelationshipWitnessing)
 	if err != nil {
 		return nil, err
 	}
@@ -26,8 +28,8 @@ func (d *logDirectory) witnessLogs(ctx context.Context) ([]cosigner.Log, error) 
 
 // tlogWitness makes the domain a C2SP tlog-witness when --tlog-witness is set: it serves
 // add-checkpoint and the cosigned checkpoints under /witness/ on the API listener, cosigning
-// the logs of --tlog-witness-logs and those of the domains it follows and of its witnesses
-// (listed again every --witness-log-monitoring-interval on every instance, so that a request
+// the logs of --tlog-witness-logs and those of the domains it follows, that witness for it and
+// that it witnesses for (listed again every --witness-log-monitoring-interval on every instance, so that a request
 // never makes it fetch anything). The cosigned checkpoints live in the store, whose compare-and-swap keeps the
 // instances of a cluster from cosigning two checkpoints of one size.
 func (c *core) tlogWitness(ctx context.Context, dir *logDirectory) error {

@@ -146,9 +146,14 @@ type logDirectory struct {
 }
 
 func (d *logDirectory) Logs(ctx context.Context) ([]logmonitor.Log, error) {
+	return d.logsOf(ctx, store.RelationshipFollowing, store.RelationshipWitness)
+}
+
+// logsOf lists the logs of the domains in accepted relationships of the given kinds.
+func (d *logDirectory) logsOf(ctx context.Context, kinds ...string) ([]logmonitor.Log, error) {
 	var actors []string
 	seen := map[string]bool{}
-	for _, kind := range []string{store.RelationshipFollowing, store.RelationshipWitness} {
+	for _, kind := range kinds {
 		for offset := int64(0); ; offset += relationshipPage {
 			page, err := d.st.RelationshipList(ctx, store.RelationshipListParams{
 				Kind: kind, Status: store.RelationshipAccepted, Offset: offset, Limit: relationshipPage,
