@@ -3,7 +3,8 @@
 // so that a log cannot show two different trees to two verifiers without the witnesses seeing
 // it. Witness answers add-checkpoint and serves the latest cosigned checkpoint of each log
 // under Prefix; KnownLogs tells which logs it cosigns and with which keys; Key holds the
-// cosigning keys, derived from the domain key. The witnessing of this domain's own log by
+// cosigning keys, derived from the domain key; EndpointClient is the one HTTP client for the
+// operator's witnesses, which this domain asks to cosign its log. The witnessing of this domain's own log by
 // others lives in witnesslog, and the monitors that require cosignatures in logmonitor and
 // witness.
 //

@@ -30,8 +30,8 @@ type Log struct {
 	Key ed25519.PublicKey
 }
 
-// ListFunc lists the logs added automatically: those of the domains this one follows or that
-// witness for it. It is called by KnownLogs.Run, never while a request is served.
+// ListFunc lists the logs added automatically: those of the domains this one follows, that
+// witness for it, or that it witnesses for. It is called by KnownLogs.Run, never while a request is served.
 type ListFunc func(ctx context.Context) ([]Log, error)
 
 // KnownLogsConfig configures KnownLogs.
