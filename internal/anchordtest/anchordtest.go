@@ -26,6 +26,7 @@ const (
 	EnvDatabaseURL     = "ANCHORD_TEST_DATABASE_URL"
 	EnvAMQPURL         = "ANCHORD_TEST_AMQP_URL"
 	EnvIPFSBin         = "ANCHORD_TEST_IPFS_BIN"
+	EnvLitewitnessBin  = "ANCHORD_TEST_LITEWITNESS_BIN"
 	EnvChromium        = "ANCHORD_TEST_CHROMIUM"
 	EnvMariaDBURL      = "ANCHORD_TEST_MARIADB_URL"
 	EnvRequireServices = "ANCHORD_TEST_REQUIRE_SERVICES"
@@ -82,6 +83,22 @@ func IPFSBin(tb testing.TB) string {
 	}
 	if !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0 {
 		tb.Fatalf("%s=%s is not an executable file", EnvIPFSBin, bin)
+	}
+	return bin
+}
+
+// LitewitnessBin returns the path of the litewitness binary that servicetest runs as an
+// independent C2SP tlog-witness (scripts/litewitness builds it), skipping or failing like
+// IPFSBin.
+func LitewitnessBin(tb testing.TB) string {
+	tb.Helper()
+	bin := serviceURL(tb, EnvLitewitnessBin, "litewitness binary")
+	info, err := os.Stat(bin)
+	if err != nil {
+		tb.Fatalf("%s=%s: %v", EnvLitewitnessBin, bin, err)
+	}
+	if !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0 {
+		tb.Fatalf("%s=%s is not an executable file", EnvLitewitnessBin, bin)
 	}
 	return bin
 }

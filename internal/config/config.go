@@ -181,6 +181,8 @@ type Config struct {
 	Witness WitnessConfig
 	// WitnessLog configures the domain's witness log and the monitor of other domains' logs.
 	WitnessLog WitnessLogConfig
+	// Cosigner configures this domain as a C2SP tlog-witness of other logs.
+	Cosigner CosignerConfig
 
 	// ShutdownTimeout bounds each stage of the ordered shutdown.
 	ShutdownTimeout time.Duration
@@ -226,6 +228,21 @@ type FederationConfig struct {
 	RequestTimeout time.Duration
 }
 
+// CosignerConfig configures the domain as a C2SP tlog-witness (docs/design/witness-log.md,
+// "anchord as a witness").
+type CosignerConfig struct {
+	// Enabled serves POST /witness/add-checkpoint and GET /witness/<origin hash>/checkpoint.
+	Enabled bool
+	// Name is the witness's key name; empty: the external endpoint's host followed by
+	// "/witness".
+	Name string
+	// LogsFile lists the logs cosigned besides those of the domains we follow, of our witnesses
+	// and of the domains we witness for: one signed-note verifier key per line, named by the log's origin.
+	LogsFile string
+	// MLDSA adds an ML-DSA-44 subtree/v1 cosignature to the Ed25519 cosignature/v1 one.
+	MLDSA bool
+}
+
 // WitnessLogConfig configures the witness log (docs/design/witness-log.md).
 type WitnessLogConfig struct {
 	// Enabled keeps the log: the domain appends every anchor credential it witnesses, serves
@@ -241,6 +258,18 @@ type WitnessLogConfig struct {
 	// CheckpointInterval is how often the log signs and publishes a checkpoint: a witness
 	// answers once one covers its entry, so under LogRequired it bounds how soon a proof counts.
 	CheckpointInterval time.Duration
+	// WitnessesFile is a witness policy in tessera's format (witness keys, URLs, groups,
+	// quorum): every checkpoint is cosigned by these C2SP witnesses before it is served.
+	WitnessesFile string
+	// WitnessTimeout bounds one round of cosigning.
+	WitnessTimeout time.Duration
+	// WitnessFailOpen serves a checkpoint that missed the quorum; by default the last one that
+	// met it stays served.
+	WitnessFailOpen bool
+	// MonitorPolicyFile is a witness policy, in the same format, that another domain's
+	// checkpoint must satisfy before the proof monitor and the log consistency monitor accept
+	// it; empty: the domain's signature suffices.
+	MonitorPolicyFile string
 }
 
 // ExternalEndpointURL is --external-endpoint, or http://<host-url> when it is empty (a host-url
@@ -358,7 +387,11 @@ func Default() Config {
 
 			ProofMonitorInterval: witness.LogProofIntervalDefault,
 		},
-		WitnessLog: WitnessLogConfig{MonitoringInterval: logmonitor.IntervalDefault, CheckpointInterval: witnesslog.CheckpointIntervalDefault},
+		WitnessLog: WitnessLogConfig{
+			MonitoringInterval: logmonitor.IntervalDefault, CheckpointInterval: witnesslog.CheckpointIntervalDefault,
+			WitnessTimeout: witnesslog.WitnessTimeoutDefault,
+		},
+		Cosigner: CosignerConfig{MLDSA: true},
 	}
 }
 
@@ -423,7 +456,7 @@ var logGroups = []struct {
 	{"tasks", []string{"task-manager-", "data-expiry-"}},
 	{"anchoring", []string{"anchor-", "ledger-", "submitter-"}},
 	{"federation", []string{"external-endpoint", "activitypub-", "max-clock-skew", "follow-auth-", "invite-witness-", "sync-", "peer-"}},
-	{"witness-log", []string{"witness-log"}},
+	{"witness-log", []string{"witness-log", "tlog-witness"}},
 }
 
 // LogGroups renders the effective configuration, secrets redacted, as one attribute list per

@@ -100,6 +100,14 @@ func (c *Config) params() []param.Param {
 		param.Secret(&c.WitnessLog.MariaDBURL, "witness-log-mariadb-url", "MariaDB database of the witness log (mysql://user:password@host:port/database), shared by every instance; required in a cluster, empty keeps the log in files under <data-dir>/log"),
 		param.Duration(&c.WitnessLog.CheckpointInterval, "witness-log-checkpoint-interval", "how often the witness log signs and publishes a checkpoint (at least 100ms; 1s with MariaDB); a witness answers an Offer once a checkpoint covers the credential"),
 		param.Duration(&c.WitnessLog.MonitoringInterval, "witness-log-monitoring-interval", "interval of the log consistency monitor, which checks the logs of followed domains and of witnesses").Also("vct-log-monitoring-interval").Env("VCT_LOG_MONITORING_INTERVAL"),
+		param.String(&c.WitnessLog.WitnessesFile, "witness-log-witnesses", "witness policy file (tessera's format: witness <name> <vkey> <url>, group, quorum): every checkpoint of the log is cosigned by these C2SP witnesses before /log/checkpoint serves it"),
+		param.Duration(&c.WitnessLog.WitnessTimeout, "witness-log-witness-timeout", "bound on one round of asking the witnesses to cosign a checkpoint"),
+		param.Bool(&c.WitnessLog.WitnessFailOpen, "witness-log-witness-fail-open", "serve a checkpoint that missed the witnesses' quorum (default: keep serving the last one that met it)"),
+		param.String(&c.WitnessLog.MonitorPolicyFile, "witness-log-monitor-policy", "witness policy file another domain's checkpoints must satisfy before the proof and log consistency monitors accept them (empty: the domain's signature suffices)"),
+		param.Bool(&c.Cosigner.Enabled, "tlog-witness", "be a C2SP tlog-witness: cosign the checkpoints of known logs at /witness/add-checkpoint when consistent with the last one cosigned (the logs of followed domains, of our witnesses and of the domains we witness for are known)"),
+		param.String(&c.Cosigner.Name, "tlog-witness-name", "key name of this witness's cosignatures (empty: <external host>/witness)"),
+		param.String(&c.Cosigner.LogsFile, "tlog-witness-logs", "file of further logs this witness cosigns: one signed-note verifier key per line, its name the log's origin"),
+		param.Bool(&c.Cosigner.MLDSA, "tlog-witness-ml-dsa", "add an ML-DSA-44 subtree/v1 cosignature to the Ed25519 cosignature/v1 one"),
 		param.String(&c.AllowedOrigins, "allowed-origins", "anchorOrigin values a create or recover may declare, comma-separated; * allows any; empty: only this domain (its external endpoint, actor IRI or did:web)").Env("ALLOWED_ORIGINS"),
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/httpapi"
@@ -158,6 +159,9 @@ func (c *Config) Validate() error {
 	if err := c.validateFederation(); err != nil {
 		return err
 	}
+	if n := c.Cosigner.Name; n != "" && (strings.ContainsAny(n, "+ \t\n") || !utf8.ValidString(n)) {
+		return &ParamError{Param: "tlog-witness-name", Value: n, Err: fmt.Errorf("a key name has no space and no '+'")}
+	}
 	if err := c.validateWitnessLog(); err != nil {
 		return err
 	}
@@ -271,6 +275,12 @@ func (c *Config) validateWitnessLog() error {
 	// through the database.
 	if w.Enabled && c.MQURL != "" && c.Roles != "submitter" && w.MariaDBURL == "" {
 		return &ParamError{Param: "witness-log", Value: "true", Err: fmt.Errorf("a cluster keeps its witness log in MariaDB: set --witness-log-mariadb-url")}
+	}
+	if w.WitnessesFile != "" && !w.Enabled {
+		return &ParamError{Param: "witness-log-witnesses", Value: w.WitnessesFile, Err: fmt.Errorf("has no use without --witness-log")}
+	}
+	if w.WitnessTimeout <= 0 {
+		return &ParamError{Param: "witness-log-witness-timeout", Value: w.WitnessTimeout.String(), Err: fmt.Errorf("must be positive")}
 	}
 	if w.MonitoringInterval <= 0 {
 		return &ParamError{Param: "witness-log-monitoring-interval", Value: w.MonitoringInterval.String(), Err: fmt.Errorf("must be positive")}

@@ -66,7 +66,15 @@ func (c *core) federation(ctx context.Context) (*federation.Service, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := c.logMonitor(svc); err != nil {
+	witnesses, err := c.monitorWitnesses()
+	if err != nil {
+		return nil, err
+	}
+	dir := &logDirectory{st: c.st, svc: svc, client: svc.Client(), logger: c.log("logmonitor"), witnesses: witnesses}
+	if err := c.logMonitor(dir); err != nil {
+		return nil, err
+	}
+	if err := c.tlogWitness(ctx, dir); err != nil {
 		return nil, err
 	}
 	// Inbox processors and deliverers stop with the consumers: a claimed row they leave is

@@ -90,11 +90,17 @@ func (c *core) witnessBackend(ctx context.Context, svc *federation.Service, give
 		return nil, err
 	}
 	// The proof monitor checks the log promises that came with the proofs, and is the check of a
-	// promise as its proof arrives: built before the Accepts are handled.
+	// promise as its proof arrives: built before the Accepts are handled. Under
+	// --witness-log-monitor-policy it reads a witness's log only through checkpoints that carry
+	// the quorum.
+	witnesses, err := c.monitorWitnesses()
+	if err != nil {
+		return nil, err
+	}
 	proofs, err := witness.NewLogProofs(witness.LogProofConfig{
 		Interval: c.cfg.Witness.ProofMonitorInterval, MaxRecords: cfg.MaxRecords, MaxClockSkew: cfg.MaxClockSkew,
 		Logger: c.log("vct-monitor"), Registerer: c.reg,
-	}, c.st, peerLogs{dir: &logDirectory{st: c.st, svc: svc, client: svc.Client(), logger: c.log("vct-monitor")}}, w)
+	}, c.st, peerLogs{dir: &logDirectory{st: c.st, svc: svc, client: svc.Client(), logger: c.log("vct-monitor"), witnesses: witnesses}}, w)
 	if err != nil {
 		return nil, err
 	}

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 
+	"github.com/anchord/anchord/internal/cosigner"
 	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/httpsig"
@@ -42,6 +44,18 @@ func (c *core) openWitnessLog(ctx context.Context) error {
 		return fmt.Errorf("--external-endpoint: %w", err)
 	}
 	cfg := witnesslog.Config{Origin: origin, Key: key, CheckpointInterval: c.cfg.WitnessLog.CheckpointInterval, Logger: c.log("witnesslog"), Registerer: c.reg}
+	if f := c.cfg.WitnessLog.WitnessesFile; f != "" {
+		policy, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("--witness-log-witnesses: %w", err)
+		}
+		// The witnesses are endpoints the operator named, as the IPFS node and the ledger are,
+		// not domains met through federation: their requests do not go through the peer client.
+		cfg.Witnessing = &witnesslog.WitnessingConfig{
+			Policy: policy, Timeout: c.cfg.WitnessLog.WitnessTimeout, FailOpen: c.cfg.WitnessLog.WitnessFailOpen,
+			Client: cosigner.EndpointClient(c.cfg.WitnessLog.WitnessTimeout),
+		}
+	}
 	var l *witnesslog.Log
 	if dbURL := c.cfg.WitnessLog.MariaDBURL; dbURL != "" {
 		if l, err = witnesslog.OpenMariaDB(ctx, cfg, dbURL); err != nil {
@@ -52,6 +66,11 @@ func (c *core) openWitnessLog(ctx context.Context) error {
 	}
 	c.witnessLog = l
 	c.routes = append(c.routes, func(mux httpapi.Router) { l.Register(mux) })
+	if cfg.Witnessing != nil {
+		// Every instance cosigns (a round that finds the latest checkpoint cosigned already asks
+		// no witness); the loop stops with the consumers, before the log closes.
+		c.sup.add(StageConsumers, "witness-log-cosigner", l.RunCosigner)
+	}
 	c.sup.onStop(StageWriters, "witness-log", func() {
 		cctx, cancel := context.WithTimeout(context.Background(), c.cfg.ShutdownTimeout)
 		defer cancel()
@@ -66,19 +85,47 @@ func (c *core) openWitnessLog(ctx context.Context) error {
 // logMonitor registers the log consistency monitor (one instance at a time, under its task
 // permit), which checks the logs of the domains we follow and of our witnesses, and the retry
 // of its dead letters: retrying one accepts the log as it now is.
-func (c *core) logMonitor(svc *federation.Service) error {
-	dir := &logDirectory{st: c.st, svc: svc, client: svc.Client(), logger: c.log("logmonitor")}
+func (c *core) logMonitor(dir *logDirectory) error {
 	fence := func(ctx context.Context, tx store.Executor, term int64) error {
 		return c.tasks.Fence(ctx, tx, logmonitor.TaskID, term)
 	}
-	mon, err := logmonitor.New(logmonitor.Config{
-		Interval: c.cfg.WitnessLog.MonitoringInterval, Logger: c.log("logmonitor"), Registerer: c.reg,
-	}, c.st, dir, fence)
+	mcfg := logmonitor.Config{Interval: c.cfg.WitnessLog.MonitoringInterval, Logger: c.log("logmonitor"), Registerer: c.reg}
+	if dir.witnesses != nil {
+		// The witnesses of the policy are endpoints the operator named, read as the IPFS node and
+		// the ledger are (not through the peer client): bounded in time and size like a peer.
+		client := cosigner.EndpointClient(c.cfg.Federation.RequestTimeout)
+		mcfg.WitnessPrefixes = dir.witnesses.Prefixes
+		mcfg.WitnessFetch = func(prefix string) witnesslog.FetchFunc {
+			f, err := witnesslog.HTTPFetch(client, prefix)
+			if err != nil {
+				return func(context.Context, string, int64) ([]byte, error) { return nil, err }
+			}
+			return f
+		}
+	}
+	mon, err := logmonitor.New(mcfg, c.st, dir, fence)
 	if err != nil {
 		return err
 	}
 	c.retry[logmonitor.DeadLetterLogInconsistency] = logmonitor.RetryDeadLetter
 	return c.tasks.Register(taskmgr.Task{ID: logmonitor.TaskID, Interval: mon.Interval(), Run: mon.RunTask})
+}
+
+// monitorWitnesses reads --witness-log-monitor-policy: nil when it is not set.
+func (c *core) monitorWitnesses() (*witnesslog.Witnesses, error) {
+	f := c.cfg.WitnessLog.MonitorPolicyFile
+	if f == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return nil, fmt.Errorf("--witness-log-monitor-policy: %w", err)
+	}
+	w, err := witnesslog.ParseWitnesses(b)
+	if err != nil {
+		return nil, fmt.Errorf("--witness-log-monitor-policy: %w", err)
+	}
+	return &w, nil
 }
 
 // relationshipPage is how many relationships one query of the directory reads.
@@ -93,12 +140,20 @@ type logDirectory struct {
 	svc    *federation.Service
 	client *peer.Client
 	logger *slog.Logger
+	// witnesses, when set (--witness-log-monitor-policy), is the quorum every log's checkpoints
+	// must satisfy before a monitor accepts them.
+	witnesses *witnesslog.Witnesses
 }
 
 func (d *logDirectory) Logs(ctx context.Context) ([]logmonitor.Log, error) {
+	return d.logsOf(ctx, store.RelationshipFollowing, store.RelationshipWitness)
+}
+
+// logsOf lists the logs of the domains in accepted relationships of the given kinds.
+func (d *logDirectory) logsOf(ctx context.Context, kinds ...string) ([]logmonitor.Log, error) {
 	var actors []string
 	seen := map[string]bool{}
-	for _, kind := range []string{store.RelationshipFollowing, store.RelationshipWitness} {
+	for _, kind := range kinds {
 		for offset := int64(0); ; offset += relationshipPage {
 			page, err := d.st.RelationshipList(ctx, store.RelationshipListParams{
 				Kind: kind, Status: store.RelationshipAccepted, Offset: offset, Limit: relationshipPage,
@@ -151,7 +206,11 @@ func (d *logDirectory) logOf(ctx context.Context, actor string) (logmonitor.Log,
 		}
 		return body, err
 	}
-	return logmonitor.Log{Domain: actor, Origin: pl.Origin, Key: key, Fetch: fetch}, true, nil
+	l := logmonitor.Log{Domain: actor, Origin: pl.Origin, Key: key, Fetch: fetch}
+	if d.witnesses != nil {
+		l.Quorum = d.witnesses.Quorum
+	}
+	return l, true, nil
 }
 
 // actorKey is the key of the actor's document, the domain key that signs its checkpoints.
@@ -183,5 +242,5 @@ func (p peerLogs) PeerLog(ctx context.Context, actor string) (*witnesslog.Peer, 
 	if err != nil {
 		return nil, "", false, err
 	}
-	return peer, l.Origin, true, nil
+	return peer.WithQuorum(l.Quorum), l.Origin, true, nil
 }

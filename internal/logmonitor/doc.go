@@ -21,4 +21,10 @@
 //     log's next checkpoint is trusted as a first one); dropping it keeps the watch as it is.
 //   - A log that cannot be read, or whose checkpoint does not verify, is an error of that run
 //     for that log only; the others are checked regardless.
+//   - With a witness policy (Log.Quorum), a checkpoint is accepted only when its cosignatures
+//     meet the quorum; one that does not is left aside (OutcomeNotCosigned), unless it
+//     contradicts the accepted one, which is evidence whoever cosigned it. Each witness of the
+//     policy is also asked for its view of the log (Config.WitnessPrefixes): a witness shown a
+//     tree inconsistent with the accepted one saw the other side of a split view, reported the
+//     same way, naming the witness.
 package logmonitor

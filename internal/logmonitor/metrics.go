@@ -17,7 +17,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "anchord_logmonitor_checks_total",
-			Help: "Checks of other domains' witness logs, by outcome (first, advanced, unchanged, inconsistent, known_inconsistent, error).",
+			Help: "Checks of other domains' witness logs, by outcome (first, advanced, unchanged, not_cosigned, inconsistent, known_inconsistent, error).",
 		}, []string{"outcome"}),
 		inconsistencies: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "anchord_logmonitor_inconsistencies_total",

@@ -35,6 +35,9 @@ type Log struct {
 	Key ed25519.PublicKey
 	// Fetch reads the log's resources.
 	Fetch witnesslog.FetchFunc
+	// Quorum, when set, is the witness policy the log's checkpoints must satisfy before they are
+	// accepted; an inconsistent checkpoint is evidence with or without it.
+	Quorum witnesslog.Quorum
 }
 
 // Directory lists the logs to watch: those of the domains this one follows or that witness
@@ -49,9 +52,15 @@ type FenceFunc func(ctx context.Context, tx store.Executor, term int64) error
 
 // Config configures a Monitor.
 type Config struct {
-	Interval   time.Duration
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
+	// WitnessPrefixes are the URL prefixes of the witnesses of the policy, each asked at every
+	// check for the latest checkpoint it cosigned of the log: a witness shown another tree than
+	// the one this monitor accepted is a fork (a split view), reported as an inconsistency.
+	WitnessPrefixes []string
+	// WitnessFetch reads below a witness's prefix; required with WitnessPrefixes.
+	WitnessFetch func(prefix string) witnesslog.FetchFunc
+	Interval     time.Duration
+	Logger       *slog.Logger
+	Registerer   prometheus.Registerer
 }
 
 // Monitor is the log consistency monitor.
@@ -67,6 +76,9 @@ type Monitor struct {
 func New(cfg Config, st store.Store, dir Directory, fence FenceFunc) (*Monitor, error) {
 	if st == nil || dir == nil || fence == nil {
 		return nil, errors.New("log monitor: a store, a directory and a fence are required")
+	}
+	if len(cfg.WitnessPrefixes) > 0 && cfg.WitnessFetch == nil {
+		return nil, errors.New("log monitor: witness prefixes need a fetch function")
 	}
 	cfg.Interval = cmp.Or(cfg.Interval, IntervalDefault)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
@@ -98,6 +110,9 @@ const (
 	OutcomeInconsistent Outcome = "inconsistent"
 	// OutcomeKnownInconsistent: as OutcomeInconsistent, for a log already reported.
 	OutcomeKnownInconsistent Outcome = "known_inconsistent"
+	// OutcomeNotCosigned: the checkpoint is consistent but lacks the witnesses' quorum; it is
+	// not accepted, and the log is checked again at the next run.
+	OutcomeNotCosigned Outcome = "not_cosigned"
 )
 
 // RunTask checks every log the directory lists; it is the task's Run. The error joins the
@@ -136,13 +151,21 @@ func (m *Monitor) check(ctx context.Context, l Log, term int64) (Outcome, error)
 	if err != nil {
 		return "", err
 	}
+	peer.WithQuorum(l.Quorum)
 	latest, err := peer.Checkpoint(ctx)
 	if err != nil {
 		return "", err
 	}
 	row, err := m.st.LogCheckpointGet(ctx, l.Origin)
 	if errors.Is(err, store.ErrNotFound) {
-		return m.advance(ctx, l, latest, OutcomeFirst)
+		if !latest.Quorum {
+			return m.notCosigned(ctx, l, latest), nil
+		}
+		out, err := m.advance(ctx, l, latest, OutcomeFirst)
+		if err != nil {
+			return out, err
+		}
+		return m.witnessViews(ctx, l, peer, latest, term, out)
 	}
 	if err != nil {
 		return "", err
@@ -152,17 +175,66 @@ func (m *Monitor) check(ctx context.Context, l Log, term int64) (Outcome, error)
 		// The stored note verified when it was stored: the domain's key changed since.
 		return "", fmt.Errorf("the stored checkpoint no longer verifies with the domain's key: %w", err)
 	}
+	// A signed checkpoint that contradicts the accepted one is evidence whether or not it is
+	// cosigned: the log signed both.
 	err = peer.VerifyConsistency(ctx, stored, latest)
 	var evidence *witnesslog.InconsistencyError
 	switch {
 	case errors.As(err, &evidence):
-		return m.inconsistent(ctx, l, row, evidence, term)
+		return m.inconsistent(ctx, l, row, evidence, "", term)
 	case err != nil:
 		return "", err
+	case !latest.Quorum:
+		return m.notCosigned(ctx, l, latest), nil
 	case latest.Size == stored.Size:
-		return OutcomeUnchanged, nil
+		return m.witnessViews(ctx, l, peer, stored, term, OutcomeUnchanged)
 	}
-	return m.advance(ctx, l, latest, OutcomeAdvanced)
+	out, err := m.advance(ctx, l, latest, OutcomeAdvanced)
+	if err != nil {
+		return out, err
+	}
+	return m.witnessViews(ctx, l, peer, latest, term, out)
+}
+
+func (m *Monitor) notCosigned(ctx context.Context, l Log, cp witnesslog.Checkpoint) Outcome {
+	m.cfg.Logger.WarnContext(ctx, "witness log checkpoint not accepted: it lacks the witnesses' quorum",
+		"domain", l.Domain, "log", l.Origin, "size", cp.Size)
+	return OutcomeNotCosigned
+}
+
+// witnessViews asks each witness of the policy for the latest checkpoint it cosigned of the
+// log and checks it against accepted, the checkpoint this monitor holds: a witness that was
+// shown a tree that is not consistent with ours saw the other side of a split view. A witness
+// that serves nothing, cannot be read, or serves a note that does not verify with the log's key
+// is skipped: only two signed checkpoints are evidence.
+func (m *Monitor) witnessViews(ctx context.Context, l Log, peer *witnesslog.Peer, accepted witnesslog.Checkpoint, term int64, out Outcome) (Outcome, error) {
+	for _, prefix := range m.cfg.WitnessPrefixes {
+		view, ok, err := peer.WitnessView(ctx, m.cfg.WitnessFetch(prefix))
+		if err != nil {
+			m.cfg.Logger.DebugContext(ctx, "witness's view of the log not read", "witness", prefix, "log", l.Origin, "error", err)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		older, newer := accepted, view
+		if view.Size < accepted.Size {
+			older, newer = view, accepted
+		}
+		err = peer.VerifyConsistency(ctx, older, newer)
+		var evidence *witnesslog.InconsistencyError
+		switch {
+		case errors.As(err, &evidence):
+			row, err := m.st.LogCheckpointGet(ctx, l.Origin)
+			if err != nil {
+				return "", err
+			}
+			return m.inconsistent(ctx, l, row, evidence, prefix, term)
+		case err != nil:
+			m.cfg.Logger.DebugContext(ctx, "witness's view of the log not checked", "witness", prefix, "log", l.Origin, "error", err)
+		}
+	}
+	return out, nil
 }
 
 func (m *Monitor) advance(ctx context.Context, l Log, cp witnesslog.Checkpoint, out Outcome) (Outcome, error) {
@@ -189,9 +261,16 @@ type Evidence struct {
 	// Proof is the consistency proof built from the log's tiles, when one was needed.
 	Proof  [][]byte `json:"proof,omitempty"`
 	Reason string   `json:"reason"`
+	// Witness is the prefix of the witness that served one of the two checkpoints (the one it
+	// cosigned), when the fork was found through a witness's view; empty when the log served
+	// both.
+	Witness string `json:"witness,omitempty"`
+	// OlderCosigned and NewerCosigned say whether each checkpoint satisfied the quorum.
+	OlderCosigned bool `json:"olderCosigned"`
+	NewerCosigned bool `json:"newerCosigned"`
 }
 
-func (m *Monitor) inconsistent(ctx context.Context, l Log, row store.LogCheckpoint, ev *witnesslog.InconsistencyError, term int64) (Outcome, error) {
+func (m *Monitor) inconsistent(ctx context.Context, l Log, row store.LogCheckpoint, ev *witnesslog.InconsistencyError, witness string, term int64) (Outcome, error) {
 	m.m.inconsistencies.Inc()
 	if row.Rejected != nil {
 		m.cfg.Logger.DebugContext(ctx, "witness log still inconsistent", "domain", l.Domain, "log", l.Origin, "size", ev.Newer.Size)
@@ -199,6 +278,7 @@ func (m *Monitor) inconsistent(ctx context.Context, l Log, row store.LogCheckpoi
 	}
 	payload, err := json.Marshal(Evidence{
 		Domain: l.Domain, Origin: l.Origin, Older: ev.Older.Raw, Newer: ev.Newer.Raw, Proof: ev.Proof, Reason: ev.Err.Error(),
+		Witness: witness, OlderCosigned: ev.Older.Quorum, NewerCosigned: ev.Newer.Quorum,
 	})
 	if err != nil {
 		return "", fmt.Errorf("encode evidence: %w", err)
@@ -219,8 +299,9 @@ func (m *Monitor) inconsistent(ctx context.Context, l Log, row store.LogCheckpoi
 		return "", fmt.Errorf("report inconsistency: %w", err)
 	}
 	m.m.reported.Inc()
-	m.cfg.Logger.ErrorContext(ctx, "witness log is inconsistent: it broke its append-only promise",
-		"domain", l.Domain, "log", l.Origin, "older_size", ev.Older.Size, "newer_size", ev.Newer.Size, "reason", ev.Err)
+	m.cfg.Logger.ErrorContext(ctx, "witness log is inconsistent: it broke its append-only promise (a fork)",
+		"domain", l.Domain, "log", l.Origin, "older_size", ev.Older.Size, "newer_size", ev.Newer.Size,
+		"older_cosigned", ev.Older.Quorum, "newer_cosigned", ev.Newer.Quorum, "witness", witness, "reason", ev.Err)
 	return OutcomeInconsistent, nil
 }
 

@@ -54,6 +54,7 @@ type Executor interface {
 	AnchorLinkExecutor
 	ActivityExecutor
 	LogCheckpointExecutor
+	CosignedCheckpointExecutor
 	WitnessExecutor
 
 	// Now returns the database clock.

@@ -43,7 +43,8 @@ func LogEntry(c *vc.Credential) ([]byte, error) {
 // PeerLogs finds the witness log of another domain, for the proof monitor.
 type PeerLogs interface {
 	// PeerLog returns the Peer reading actor's witness log, whose checkpoints verify with
-	// actor's key, and the log's origin. ok is false when actor keeps no log we can read; an
+	// actor's key (and count only with the witnesses' quorum, when the Peer has one), and the
+	// log's origin. ok is false when actor keeps no log we can read; an
 	// error means it could not be found out this time.
 	PeerLog(ctx context.Context, actor string) (p *witnesslog.Peer, origin string, ok bool, err error)
 }
@@ -206,6 +207,11 @@ func readPeer(ctx context.Context, peers PeerLogs, actor string) *peerState {
 	cp, err := peer.Checkpoint(ctx)
 	if err != nil {
 		return &peerState{err: err}
+	}
+	if !cp.Quorum {
+		// Not evidence of anything: the promise is judged on a checkpoint the witnesses agree on,
+		// at a later run.
+		return &peerState{err: fmt.Errorf("log %s, size %d: %w", origin, cp.Size, witnesslog.ErrNotCosigned)}
 	}
 	return &peerState{peer: peer, origin: origin, ok: true, cp: cp}
 }

@@ -1,6 +1,7 @@
 package witness
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -361,4 +362,32 @@ func proofAttachment(t *testing.T, verificationMethod string) []byte {
 		VerificationMethod: verificationMethod, ProofPurpose: "assertionMethod", ProofValue: "z3FXQ"}))
 	require.NoError(t, err)
 	return b
+}
+
+// quorumOf is a witness policy that only a checkpoint carrying the named cosignature meets.
+type quorumOf string
+
+func (q quorumOf) Satisfied(cp []byte) bool { return bytes.Contains(cp, []byte("— "+string(q)+" ")) }
+
+// TestProofMonitorReadsOnlyCheckpointsWithTheQuorum: a witness's log whose checkpoint lacks the
+// cosignatures the policy requires is not read at all: nothing is judged on it, neither
+// verified nor broken, until a checkpoint the witnesses agree on is served.
+func TestProofMonitorReadsOnlyCheckpointsWithTheQuorum(t *testing.T) {
+	t.Parallel()
+	ctx := anchordtest.Context(t, 30*time.Second)
+	l := servedLog(t)
+	idx, err := l.Append(ctx, []byte("entry"))
+	require.NoError(t, err)
+	_, err = l.AwaitCheckpoint(ctx, idx)
+	require.NoError(t, err)
+
+	dir := l.directory(t, logOrigin)
+	ps := readPeer(ctx, dir, logWitness)
+	require.NoError(t, ps.err)
+	require.True(t, ps.ok)
+
+	dir[logWitness].peer.WithQuorum(quorumOf("w.example/absent"))
+	ps = readPeer(ctx, dir, logWitness)
+	require.ErrorIs(t, ps.err, witnesslog.ErrNotCosigned)
+	require.False(t, ps.ok)
 }

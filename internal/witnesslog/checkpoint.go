@@ -23,6 +23,9 @@ type Checkpoint struct {
 	Hash []byte
 	// Raw is the signed note exactly as the log served it: the evidence to keep.
 	Raw []byte
+	// Quorum is false when the checkpoint was read by a Peer with a Quorum it does not
+	// satisfy: signed by the log, but not cosigned as the policy requires.
+	Quorum bool
 }
 
 // OpenCheckpoint verifies that raw is a checkpoint of the log named origin signed by pub, and
@@ -50,7 +53,7 @@ func openCheckpoint(raw []byte, origin string, v note.Verifier) (Checkpoint, err
 	if cp.Size == 0 && !bytes.Equal(cp.Hash, rfc6962.DefaultHasher.EmptyRoot()) {
 		return Checkpoint{}, fmt.Errorf("open checkpoint of %s: size 0 with a root hash that is not the empty tree's", origin)
 	}
-	return Checkpoint{Origin: cp.Origin, Size: cp.Size, Hash: cp.Hash, Raw: raw}, nil
+	return Checkpoint{Origin: cp.Origin, Size: cp.Size, Hash: cp.Hash, Raw: raw, Quorum: true}, nil
 }
 
 // checkpointSize reads the tree size of a checkpoint without verifying it: for the log's own

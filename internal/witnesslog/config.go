@@ -49,6 +49,8 @@ type Config struct {
 	CheckpointInterval time.Duration
 	// EntryMaxSize bounds what Append accepts; at most EntryMaxSizeLimit.
 	EntryMaxSize int
+	// Witnessing, when set, has every checkpoint cosigned by witnesses before it is served.
+	Witnessing *WitnessingConfig
 
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer

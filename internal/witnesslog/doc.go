@@ -42,6 +42,16 @@
 // harmless: either index proves the entry. The same holds when a MariaDB commit succeeds but
 // its acknowledgement is lost.
 //
+// # Cosigning
+//
+// With Config.Witnessing, checkpoints are served only once cosigned by the witnesses of a
+// tessera witness policy (c2sp.org/tlog-witness): Cosign, run by RunCosigner every checkpoint
+// interval, hands the storage's latest checkpoint to tessera's own witnessing
+// (AppendOptions.WithWitnesses and its CheckpointPublisher) and stores what it returns once the
+// quorum is met (or regardless, with FailOpen). It runs outside the storage's locks, so appends
+// never wait for a witness. The stored cosigned checkpoint never moves to a smaller tree, and is
+// what /log/checkpoint, Checkpoint and AwaitCheckpoint see; Close waits for the storage's own.
+//
 // # Reading
 //
 // Register serves /log/checkpoint, /log/tile/<L>/<N>[.p/<W>] and /log/tile/entries/<N>[.p/<W>]
@@ -54,7 +64,8 @@
 // resource. Its verifications tell apart what to wait for (ErrNotCovered), what breaks a
 // promise (ErrNotIncluded), what proves the log rewrote itself (*InconsistencyError, carrying
 // both signed checkpoints as evidence), and failures to read (any other error), which the
-// caller retries.
+// caller retries. With a Quorum (WithQuorum, from ParseWitnesses) each checkpoint also says
+// whether its cosignatures satisfy the policy; WitnessView reads a witness's view of the log.
 //
 // tessera starts goroutines of its own (batch sequencing, checkpoint publishing) when the log
 // is opened; Close ends them. tessera logs through klog, a process-wide logger that this

@@ -40,7 +40,7 @@ func (l *Log) Register(r Router) {
 }
 
 func (l *Log) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
-	raw, err := l.reader.ReadCheckpoint(r.Context())
+	raw, err := l.servedCheckpoint(r.Context())
 	if err != nil {
 		l.fail(w, r, "read checkpoint", err)
 		return

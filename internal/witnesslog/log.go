@@ -43,6 +43,8 @@ type Log struct {
 	closeDB func() error
 	logger  *slog.Logger
 	m       *metrics
+	// cosigning is set under a witness policy: the served checkpoint is then the cosigned one.
+	cosigning *cosigning
 
 	mu     sync.Mutex
 	closed bool
@@ -67,10 +69,10 @@ func OpenPOSIX(ctx context.Context, cfg Config, dir string) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open witness log in %s: %w", dir, err)
 	}
-	return open(ctx, cfg, drv, "posix", nil)
+	return open(ctx, cfg, drv, "posix", nil, posixCosigned{dir: dir})
 }
 
-func open(ctx context.Context, cfg Config, drv tessera.Driver, backend string, closeDB func() error) (_ *Log, err error) {
+func open(ctx context.Context, cfg Config, drv tessera.Driver, backend string, closeDB func() error, cosigned cosignedStore) (_ *Log, err error) {
 	defer func() {
 		if err != nil && closeDB != nil {
 			err = errors.Join(err, closeDB())
@@ -110,6 +112,12 @@ func open(ctx context.Context, cfg Config, drv tessera.Driver, backend string, c
 	if l.m, err = newMetrics(cfg.Registerer, r); err != nil {
 		cancel()
 		return nil, err
+	}
+	if cfg.Witnessing != nil {
+		if l.cosigning, err = newCosigning(l, *cfg.Witnessing, cosigned); err != nil {
+			cancel()
+			return nil, fmt.Errorf("open witness log: %w", err)
+		}
 	}
 	l.logger.Info("witness log open")
 	return l, nil
@@ -173,22 +181,31 @@ func (l *Log) Append(ctx context.Context, entry []byte) (uint64, error) {
 	}
 }
 
-// Checkpoint returns the log's latest published checkpoint, verified with the log's own key.
+// Checkpoint returns the log's latest served checkpoint (the cosigned one under a witness
+// policy), verified with the log's own key.
 func (l *Log) Checkpoint(ctx context.Context) (Checkpoint, error) {
-	raw, err := l.reader.ReadCheckpoint(ctx)
+	return l.checkpoint(ctx, l.servedCheckpoint)
+}
+
+func (l *Log) checkpoint(ctx context.Context, read func(context.Context) ([]byte, error)) (Checkpoint, error) {
+	raw, err := read(ctx)
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("read witness log checkpoint: %w", err)
 	}
 	return openCheckpoint(raw, l.cfg.Origin, l.verifier)
 }
 
-// AwaitCheckpoint waits until a published checkpoint covers the entry at index and returns
-// it.
+// AwaitCheckpoint waits until a served checkpoint (cosigned, under a witness policy) covers
+// the entry at index and returns it.
 func (l *Log) AwaitCheckpoint(ctx context.Context, index uint64) (Checkpoint, error) {
+	return l.await(ctx, index, l.servedCheckpoint)
+}
+
+func (l *Log) await(ctx context.Context, index uint64, read func(context.Context) ([]byte, error)) (Checkpoint, error) {
 	t := time.NewTicker(awaitPollInterval)
 	defer t.Stop()
 	for {
-		cp, err := l.Checkpoint(ctx)
+		cp, err := l.checkpoint(ctx, read)
 		switch {
 		case err == nil && cp.Size > index:
 			return cp, nil
@@ -228,7 +245,8 @@ func (l *Log) Close(ctx context.Context) error {
 	select {
 	case <-waited:
 		if n := l.returned.Load(); n > 0 {
-			if _, err := l.AwaitCheckpoint(ctx, n-1); err != nil {
+			// The storage's own checkpoint: the witnesses are not asked on the way out.
+			if _, err := l.await(ctx, n-1, l.reader.ReadCheckpoint); err != nil {
 				errs = append(errs, fmt.Errorf("close witness log: publish the last checkpoint: %w", err))
 			}
 		}

@@ -69,7 +69,7 @@ func OpenMariaDB(ctx context.Context, cfg Config, dbURL string) (*Log, error) {
 	if err != nil {
 		return fail(err)
 	}
-	return open(ctx, cfg, drv, "mariadb", db.Close)
+	return open(ctx, cfg, drv, "mariadb", db.Close, mariaDBCosigned{db: db})
 }
 
 // mariaDBConfig turns a mysql:// URL into the driver's configuration.

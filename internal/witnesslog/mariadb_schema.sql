@@ -44,3 +44,12 @@ CREATE TABLE IF NOT EXISTS `TiledLeaves` (
   `data`       LONGBLOB          NOT NULL,
   PRIMARY KEY (`tile_index`)
 ) ENGINE=InnoDB;
+
+-- One row (id 0): anchord's, not tessera's. The latest checkpoint cosigned by the witnesses of
+-- the policy, the one served; it never moves to a smaller tree.
+CREATE TABLE IF NOT EXISTS `anchord_cosigned_checkpoint` (
+  `id`   TINYINT UNSIGNED NOT NULL,
+  `size` BIGINT UNSIGNED  NOT NULL,
+  `note` MEDIUMBLOB       NOT NULL,
+  PRIMARY KEY (`id`)
+) ENGINE=InnoDB;

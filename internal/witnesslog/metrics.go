@@ -16,6 +16,11 @@ type metrics struct {
 	appends  prometheus.Counter
 	failures prometheus.Counter
 	duration prometheus.Histogram
+
+	cosigns         *prometheus.CounterVec
+	cosignDuration  prometheus.Histogram
+	cosignedSize    prometheus.Gauge
+	witnessRequests *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, r tessera.LogReader) (*metrics, error) {
@@ -31,6 +36,22 @@ func newMetrics(reg prometheus.Registerer, r tessera.LogReader) (*metrics, error
 			Buckets: []float64{.002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5},
 		}),
 	}
+	m.cosigns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "anchord_witnesslog_cosigns_total",
+		Help: "Rounds of cosigning a new checkpoint of the witness log, by outcome (cosigned, failed, failed_open).",
+	}, []string{"outcome"})
+	m.cosignDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "anchord_witnesslog_cosign_duration_seconds", Help: "Time from asking the witnesses to a checkpoint meeting the witness policy's quorum.",
+		Buckets: []float64{.005, .01, .02, .05, .1, .2, .5, 1, 2, 5, 10},
+	})
+	m.cosignedSize = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "anchord_witnesslog_cosigned_size", Help: "Tree size of the latest checkpoint this instance had cosigned and served.",
+	})
+	// One series per witness of the operator's policy and status.
+	m.witnessRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "anchord_witnesslog_witness_requests_total",
+		Help: "add-checkpoint requests to the witnesses of the policy, by witness host and HTTP status (error: no answer).",
+	}, []string{"witness", "code"})
 	treeSize := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "anchord_witnesslog_tree_size", Help: "Entries integrated into the witness log's tree (-1: unreadable).",
 	}, func() float64 {
@@ -57,7 +78,8 @@ func newMetrics(reg prometheus.Registerer, r tessera.LogReader) (*metrics, error
 		}
 		return float64(n)
 	})
-	for _, c := range []prometheus.Collector{m.appends, m.failures, m.duration, treeSize, published} {
+	for _, c := range []prometheus.Collector{m.appends, m.failures, m.duration, treeSize, published,
+		m.cosigns, m.cosignDuration, m.cosignedSize, m.witnessRequests} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register witness log metrics: %w", err)
 		}

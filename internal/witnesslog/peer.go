@@ -108,6 +108,14 @@ type Peer struct {
 	origin   string
 	verifier note.Verifier
 	fetch    FetchFunc
+	quorum   Quorum
+}
+
+// WithQuorum makes the peer's checkpoints count only when their cosignatures satisfy q
+// (Checkpoint.Quorum); nil: the log's signature suffices.
+func (p *Peer) WithQuorum(q Quorum) *Peer {
+	p.quorum = q
+	return p
 }
 
 // NewPeer returns a Peer for the log named origin, whose checkpoints pub signs (the peer
@@ -129,7 +137,18 @@ func (p *Peer) Checkpoint(ctx context.Context) (Checkpoint, error) {
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("fetch checkpoint of %s: %w", p.origin, err)
 	}
-	return openCheckpoint(raw, p.origin, p.verifier)
+	return p.Open(raw)
+}
+
+// Open verifies that raw is a checkpoint of the peer's log signed by its key, and whether it
+// satisfies the peer's quorum.
+func (p *Peer) Open(raw []byte) (Checkpoint, error) {
+	cp, err := openCheckpoint(raw, p.origin, p.verifier)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	cp.Quorum = p.quorum == nil || p.quorum.Satisfied(raw)
+	return cp, nil
 }
 
 // VerifyInclusion checks that entry is the leaf at index in the tree cp commits to, with an

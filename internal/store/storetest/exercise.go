@@ -166,6 +166,7 @@ func Exercise(t *testing.T, newOpener func(t testing.TB) Opener, migrations []st
 	exerciseCluster(t, setup)
 	exerciseCASPins(t, setup)
 	exerciseLogCheckpoints(t, setup)
+	exerciseCosignedCheckpoints(t, setup)
 	exerciseWitness(t, setup)
 	exerciseAnchoredOps(t, setup)
 	exerciseTask(t, setup)
