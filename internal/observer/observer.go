@@ -287,6 +287,9 @@ func (o *Observer) ObserveSeq(ctx context.Context, seq int64) (Result, error) {
 }
 
 func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) {
+	if err := failpoint.Pause(ctx, failpoint.ObserverBeforeIndex); err != nil {
+		return Result{}, err
+	}
 	start := time.Now()
 	o.mu.Lock()
 	handed, ok := o.handoff[a.Seq]
