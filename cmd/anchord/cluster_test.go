@@ -553,10 +553,15 @@ func TestClusterRecoversAKilledInstance(t *testing.T) {
 
 // A create posted many times at once to both instances is anchored once, and once indexed the
 // same create is refused by either instance: the cluster's grouped state read of creates
-// (observer/presence.go) and its carried parses answer as the uncached path did.
+// (observer/presence.go) and its carried parses answer as the uncached path did. The copies are
+// posted while the observers are held before indexing, so that none is refused as an existing
+// DID however late a loaded machine serves it.
 func TestClusterDuplicateCreatesAnchorOnce(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, 2)
+	gate := filepath.Join(t.TempDir(), "observers-held")
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	held := []string{"ANCHORD_FAILPOINTS=" + failpoint.ObserverBeforeIndex + "=" + gate}
+	c := newCluster(t, [][]string{held, held}, fastTiming...)
 	w := wallet.New(wallet.Config{})
 	api := []*apiClient{newClient(c.nodes[0].addr), newClient(c.nodes[1].addr)}
 	const dids, copies = 4, 8
@@ -592,6 +597,7 @@ func TestClusterDuplicateCreatesAnchorOnce(t *testing.T) {
 	for i := range accepted {
 		require.GreaterOrEqual(t, accepted[i].Load(), int32(1), "DID %d", i)
 	}
+	require.NoError(t, os.Remove(gate))
 	for _, id := range ids {
 		anchordtest.Eventually(t, time.Minute, 50*time.Millisecond, func() bool {
 			code, body, err := api[0].resolve(id.DID())
