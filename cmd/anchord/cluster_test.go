@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/failpoint"
 	"github.com/anchord/anchord/internal/pubsub/amqppubsub"
 	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/sidetree/wallet"
@@ -397,12 +398,21 @@ func TestClusterGracefulStopGivesOperationsBack(t *testing.T) {
 }
 
 // TestClusterOnePendingOperationPerDID sends 50 different updates of one DID at once, half to
-// each of two instances: exactly one is accepted (the others get
-// queueing_multiple_operations_per_did_not_allowed, whichever instance they reached), only that
-// one is anchored, and once it is indexed the DID takes the next update.
+// each of two instances, while every observer is held before indexing (the gate of
+// failpoint.ObserverBeforeIndex): exactly one is accepted, the others get
+// queueing_multiple_operations_per_did_not_allowed whichever instance they reached, and they
+// still do once the accepted one is anchored, for as long as it is not indexed. Once the gate
+// opens and it is indexed, they are judged on the state that holds it (commitment_mismatch: they
+// reveal the key it used), only it is anchored, and the DID takes the next update.
+//
+// The gate makes the answers independent of timing: without it, an update that a loaded
+// machine handles after the winner was indexed is rightly refused with commitment_mismatch, and
+// the test could not tell that from a reservation that ended too early.
 func TestClusterOnePendingOperationPerDID(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, 2)
+	gate := filepath.Join(t.TempDir(), "observers-held")
+	held := []string{"ANCHORD_FAILPOINTS=" + failpoint.ObserverBeforeIndex + "=" + gate}
+	c := newCluster(t, [][]string{held, held}, fastTiming...)
 	w := wallet.New(wallet.Config{})
 	id, create, err := w.Create()
 	require.NoError(t, err)
@@ -418,6 +428,7 @@ func TestClusterOnePendingOperationPerDID(t *testing.T) {
 	}
 	anchordtest.Eventually(t, time.Minute, 50*time.Millisecond, published(api[1], `"published":true`), "the create is published")
 
+	require.NoError(t, os.WriteFile(gate, nil, 0o600)) // from now on no anchor is indexed
 	const n = 50
 	updates := make([][]byte, n)
 	after := make([]*wallet.Identity, n) // the identity as each update would leave it
@@ -452,27 +463,50 @@ func TestClusterOnePendingOperationPerDID(t *testing.T) {
 	}
 	require.NotEqual(t, -1, winner, "one update is accepted")
 
-	// Only the winner is anchored; then the DID is free for the next update.
-	anchordtest.Eventually(t, time.Minute, 50*time.Millisecond, func() bool {
-		updatesAnchored := 0
+	// Only the winner is anchored; anchored but not indexed, it still holds the DID on both
+	// instances.
+	updatesAnchored := func() [][]byte {
+		var out [][]byte
 		for _, op := range api[0].anchoredOperations(t, sidetree.DefaultProfile()) {
 			if op.Suffix == id.Suffix && op.Type == sidetree.OperationUpdate {
-				updatesAnchored++
+				out = append(out, op.Request)
 			}
 		}
-		return updatesAnchored == 1
-	}, "the accepted update is anchored")
-	for _, op := range api[0].anchoredOperations(t, sidetree.DefaultProfile()) {
-		if op.Suffix == id.Suffix && op.Type == sidetree.OperationUpdate {
-			require.Equal(t, updates[winner], op.Request, "the anchored update is the accepted one")
+		return out
+	}
+	anchordtest.Eventually(t, time.Minute, 50*time.Millisecond, func() bool { return len(updatesAnchored()) == 1 }, "the accepted update is anchored")
+	require.Equal(t, [][]byte{updates[winner]}, updatesAnchored(), "the anchored update is the accepted one")
+	loser := (winner + 1) % n
+	for _, cl := range api {
+		code, body, err := cl.post(updates[loser])
+		require.NoError(t, err)
+		require.Equal(t, http.StatusBadRequest, code, string(body))
+		require.Contains(t, string(body), "queueing_multiple_operations_per_did_not_allowed", "the DID is free before its update is indexed")
+	}
+
+	require.NoError(t, os.Remove(gate))
+	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
+		code, body, err := api[loser%2].post(updates[loser])
+		require.NoError(t, err)
+		require.Equal(t, http.StatusBadRequest, code, string(body))
+		return strings.Contains(string(body), "commitment_mismatch")
+	}, "once the winner is indexed, a losing update is judged on the state that holds it")
+	for i := range updates {
+		if i == winner {
+			continue
 		}
+		code, body, err := api[i%2].post(updates[i])
+		require.NoError(t, err)
+		require.Equal(t, http.StatusBadRequest, code, "update %d: %s", i, body)
+		require.Contains(t, string(body), "commitment_mismatch", "update %d", i)
 	}
 	next, err := w.Update(after[winner])
 	require.NoError(t, err)
-	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
-		code, _, err := api[1].post(next)
-		return err == nil && code == http.StatusOK
-	}, "the next update is accepted once the first is indexed")
+	code, body, err = api[1-winner%2].post(next)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code, "the next update is accepted once the first is indexed: %s", body)
+	anchordtest.Eventually(t, time.Minute, 50*time.Millisecond, func() bool { return len(updatesAnchored()) == 2 }, "the next update is anchored")
+	require.Equal(t, [][]byte{updates[winner], next}, updatesAnchored(), "no refused update was anchored")
 }
 
 // TestClusterRecoversAKilledInstance measures, with the default timing, the time from the
@@ -519,10 +553,15 @@ func TestClusterRecoversAKilledInstance(t *testing.T) {
 
 // A create posted many times at once to both instances is anchored once, and once indexed the
 // same create is refused by either instance: the cluster's grouped state read of creates
-// (observer/presence.go) and its carried parses answer as the uncached path did.
+// (observer/presence.go) and its carried parses answer as the uncached path did. The copies are
+// posted while the observers are held before indexing, so that none is refused as an existing
+// DID however late a loaded machine serves it.
 func TestClusterDuplicateCreatesAnchorOnce(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, 2)
+	gate := filepath.Join(t.TempDir(), "observers-held")
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	held := []string{"ANCHORD_FAILPOINTS=" + failpoint.ObserverBeforeIndex + "=" + gate}
+	c := newCluster(t, [][]string{held, held}, fastTiming...)
 	w := wallet.New(wallet.Config{})
 	api := []*apiClient{newClient(c.nodes[0].addr), newClient(c.nodes[1].addr)}
 	const dids, copies = 4, 8
@@ -558,6 +597,7 @@ func TestClusterDuplicateCreatesAnchorOnce(t *testing.T) {
 	for i := range accepted {
 		require.GreaterOrEqual(t, accepted[i].Load(), int32(1), "DID %d", i)
 	}
+	require.NoError(t, os.Remove(gate))
 	for _, id := range ids {
 		anchordtest.Eventually(t, time.Minute, 50*time.Millisecond, func() bool {
 			code, body, err := api[0].resolve(id.DID())

@@ -49,7 +49,7 @@ func embedded(ctx context.Context, c *core) error {
 	known := observer.NewUnfilledKnown()
 	obs, err := c.writePath(writeParts{
 		queue: queue, intake: queue, restore: queue.Restore, backend: backend,
-		reservations: pending, release: pending.Release,
+		reservations: pending, release: pending.ReleaseIndexed,
 		known: known, observerPoll: embeddedObserverPoll, indexTxRows: indexTxRows(c.st),
 	})
 	if err != nil {
@@ -58,11 +58,11 @@ func embedded(ctx context.Context, c *core) error {
 	if err := c.anchorFederation(ctx, svc, obs); err != nil {
 		return err
 	}
-	suffixes, err := queue.Load(ctx)
+	queued, err := queue.Load(ctx)
 	if err != nil {
 		return err
 	}
-	pending.ReserveAll(suffixes)
+	pending.ReserveAll(queued)
 	if n, err := obs.CatchUp(ctx); err != nil {
 		return fmt.Errorf("observe anchors completed before start: %w", err)
 	} else if n > 0 {
@@ -103,7 +103,7 @@ func (c *core) fillKnown(ctx context.Context, known *observer.Known) error {
 
 // queueConfig is the operation queue's configuration; release, if set, is told the DIDs of
 // parked operations.
-func (c *core) queueConfig(release func(suffixes []string)) opqueue.Config {
+func (c *core) queueConfig(release func(keys []store.DIDPendingKey)) opqueue.Config {
 	return opqueue.Config{
 		InstanceID: c.instanceID, MaxBacklog: c.cfg.OpQueueMaxBacklog, Lifespan: c.cfg.OpQueueOperationLifespan,
 		Redelivery: c.cfg.Redelivery(), ReleaseFunc: release, Logger: c.log("opqueue"), Registerer: c.reg,

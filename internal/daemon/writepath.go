@@ -29,7 +29,7 @@ type writeParts struct {
 	// reservations hold one pending operation per DID; the observer ends them with release
 	// (in memory, after the index commits) or releaseTx (in the database, inside it).
 	reservations intake.Reservations
-	release      func(suffixes []string)
+	release      func(ops []store.DIDOperation)
 	releaseTx    func(ctx context.Context, tx store.Executor, ops []store.DIDOperation) error
 	backend      anchor.Backend
 	// Observer settings: see observer.Config.
@@ -64,8 +64,8 @@ func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 		return nil, err
 	}
 	in, err := intake.New(intake.Config{
-		Profile: c.profile, AllowedOrigins: c.allowedOrigins(), CreateStateFunc: resolver.CreateStateVersion, Logger: c.log("intake"), Registerer: c.reg,
-	}, p.intake, resolver.StateVersion, p.reservations)
+		Profile: c.profile, AllowedOrigins: c.allowedOrigins(), CreateStateFunc: resolver.CreateState, Logger: c.log("intake"), Registerer: c.reg,
+	}, p.intake, resolver.State, p.reservations)
 	if err != nil {
 		return nil, err
 	}

@@ -48,14 +48,14 @@ func setup(t *testing.T, st store.Store) *testBundle {
 	return &testBundle{st: st, q: q, pending: pending, ps: ps, svc: svc}
 }
 
-// pendingReserver reserves in memory against no particular history version.
+// pendingReserver reserves in memory, as intake.Service does embedded.
 type pendingReserver struct{ p *intake.Pending }
 
-func (r pendingReserver) Reserve(_ context.Context, suffix, _ string) bool {
-	return r.p.Reserve(suffix, 0)
+func (r pendingReserver) Reserve(_ context.Context, suffix, opID string) bool {
+	return r.p.Reserve(suffix, opID)
 }
-func (r pendingReserver) Unreserve(_ context.Context, suffix, _ string) {
-	r.p.Release([]string{suffix})
+func (r pendingReserver) Unreserve(_ context.Context, suffix, opID string) {
+	r.p.Release([]store.DIDPendingKey{{Suffix: suffix, OpID: opID}})
 }
 
 func TestRetryOperationRequeuesAndDeletesTheRecord(t *testing.T) {
@@ -69,9 +69,9 @@ func TestRetryOperationRequeuesAndDeletesTheRecord(t *testing.T) {
 		require.NoError(t, err)
 
 		// While the DID has an operation pending, the retry must wait.
-		require.True(t, b.pending.Reserve(id.Suffix, 0))
+		require.True(t, b.pending.Reserve(id.Suffix, "another-op"))
 		require.ErrorIs(t, b.svc.Retry(ctx, dl), ErrBusy)
-		b.pending.Release([]string{id.Suffix})
+		b.pending.Release([]store.DIDPendingKey{{Suffix: id.Suffix, OpID: "another-op"}})
 
 		require.NoError(t, b.svc.Retry(ctx, dl))
 		require.Equal(t, 1, b.q.Len())
@@ -82,7 +82,7 @@ func TestRetryOperationRequeuesAndDeletesTheRecord(t *testing.T) {
 		require.Equal(t, id.Suffix, rows[0].Suffix)
 		_, err = st.DeadLetterGet(ctx, dl)
 		require.ErrorIs(t, err, store.ErrNotFound)
-		require.False(t, b.pending.Reserve(id.Suffix, 0), "pending again until anchored")
+		require.False(t, b.pending.Reserve(id.Suffix, "another-op"), "pending again until anchored")
 
 		require.ErrorIs(t, b.svc.Retry(ctx, dl), ErrNotFound)
 	})

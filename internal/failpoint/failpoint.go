@@ -10,16 +10,25 @@
 // A point may instead fail: "batch-fail=3" makes Err return an error the first three times the
 // process passes batch-fail, so that tests can make a step fail (and be retried) without killing
 // the process.
+//
+// A point may also be a gate: "observer-before-index=/tmp/t/gate" (an absolute path) makes Pause
+// wait at observer-before-index for as long as that file exists, so that a test holds a process
+// inside a window (an anchor recorded, its operations not yet indexed) for exactly as long as it
+// needs, instead of hoping a timer is long enough.
 package failpoint
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // EnvVar names the failpoints to arm.
@@ -34,6 +43,7 @@ const (
 	BatchAfterCommit     = "batch-after-commit"     // anchor committed, observer not yet told
 	ObserverBeforeCommit = "observer-before-commit" // index rows written inside the transaction
 	ObserverAfterSlice   = "observer-after-slice"   // some of an anchor's index rows committed, the anchor not marked observed
+	ObserverBeforeIndex  = "observer-before-index"  // an anchor completed, its operations not yet indexed (a gate: Pause)
 
 	ObserverBeforeForeignCommit = "observer-before-foreign-commit" // another domain's anchor and its index rows written inside the transaction
 	RelayBeforePublish          = "relay-before-publish"           // an anchor of ours indexed, its Create not yet built
@@ -52,6 +62,7 @@ const (
 
 var (
 	armed = parse(os.Getenv(EnvVar))
+	gates = parseGates(os.Getenv(EnvVar))
 	mu    sync.Mutex
 	hits  = map[string]int{}
 )
@@ -70,6 +81,50 @@ func parse(s string) map[string]int {
 		m[name] = k
 	}
 	return m
+}
+
+// parseGates returns the points armed with a gate file: an absolute path.
+func parseGates(s string) map[string]string {
+	m := map[string]string{}
+	for _, part := range strings.Split(s, ",") {
+		name, path, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if ok && filepath.IsAbs(path) {
+			m[name] = path
+		}
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// gatePoll is how often a paused point looks at its gate file again.
+const gatePoll = 10 * time.Millisecond
+
+// Pause waits at name while its gate file exists, and returns nil once it does not (at once when
+// name is not a gate). It returns ctx's error if ctx ends first: the caller must then not carry
+// on past the point.
+func Pause(ctx context.Context, name string) error {
+	path, ok := gates[name]
+	if !ok {
+		return nil
+	}
+	return pauseAt(ctx, name, path)
+}
+
+func pauseAt(ctx context.Context, name, path string) error {
+	t := time.NewTicker(gatePoll)
+	defer t.Stop()
+	for {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("failpoint %s: %w", name, ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 // Hit kills the process if name is armed and this is its configured hit.

@@ -35,9 +35,9 @@ type Queue interface {
 	Add(ctx context.Context, op opqueue.NewOp) error
 }
 
-// StateFunc returns a DID's current anchored state (nil: no create anchored) and the version of
-// its anchored history (observer.Resolver.StateVersion).
-type StateFunc func(ctx context.Context, suffix string) (*sidetree.State, uint64, error)
+// StateFunc returns a DID's current anchored state (nil: no create anchored). It MUST see every
+// operation whose index rows were committed before it was called (observer.Resolver.State).
+type StateFunc func(ctx context.Context, suffix string) (*sidetree.State, error)
 
 // Config configures a Service.
 type Config struct {
@@ -47,8 +47,8 @@ type Config struct {
 	// declares none is always accepted. Empty: no declared origin is accepted.
 	AllowedOrigins []string
 	// CreateStateFunc, if set, answers the state read of a create in place of the StateFunc.
-	// It MUST answer exactly what the StateFunc would (observer.Resolver.CreateStateVersion
-	// only reads less).
+	// It MUST answer exactly what the StateFunc would (observer.Resolver.CreateState only reads
+	// less).
 	CreateStateFunc StateFunc
 	Logger          *slog.Logger
 	Registerer      prometheus.Registerer
@@ -56,10 +56,15 @@ type Config struct {
 
 // Reservations hold each DID for its one pending operation: *Pending in memory (embedded, one
 // process), *SharedPending in the database (a cluster, where any instance may take a request).
+//
+// A reservation MUST last until its operation's index rows are committed (or the operation is
+// parked or dropped), and MUST NOT end before that commit: intake reads the state an operation
+// is checked against only once it holds the DID, so a successful Hold guarantees that every
+// earlier operation of the DID is in what the StateFunc reads.
 type Reservations interface {
-	// Hold reserves suffix for operation opID, checked against history version; false while
-	// another operation holds it. create says the operation is a create.
-	Hold(ctx context.Context, suffix string, create bool, version uint64, opID string) (bool, error)
+	// Hold reserves suffix for operation opID; false while another operation holds it. create
+	// says the operation is a create.
+	Hold(ctx context.Context, suffix string, create bool, opID string) (bool, error)
 	// Drop ends opID's reservation of suffix (the operation was not accepted after all).
 	Drop(ctx context.Context, suffix, opID string)
 }
@@ -105,16 +110,11 @@ func (s *Service) Submit(ctx context.Context, body []byte) ([]byte, error) {
 		s.m.rejected.WithLabelValues(string(sidetree.CodeOf(err))).Inc()
 		return nil, err
 	}
-	state := s.state
-	if op.Type == sidetree.OperationCreate && s.cfg.CreateStateFunc != nil {
-		state = s.cfg.CreateStateFunc
-	}
-	st, version, err := state(ctx, op.Suffix)
-	if err != nil {
-		return nil, fmt.Errorf("%w: read DID state: %w", ErrRetryLater, err)
-	}
+	// The DID is reserved before its state is read, never after: a state read first could
+	// predate the index commit that ended the previous operation's reservation, and the
+	// operation would be checked against the state that operation changed.
 	opID := opqueue.OpIDOf(op.Request)
-	held, err := s.pending.Hold(ctx, op.Suffix, op.Type == sidetree.OperationCreate, version, opID)
+	held, err := s.pending.Hold(ctx, op.Suffix, op.Type == sidetree.OperationCreate, opID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: reserve DID: %w", ErrRetryLater, err)
 	}
@@ -122,7 +122,7 @@ func (s *Service) Submit(ctx context.Context, body []byte) ([]byte, error) {
 		s.m.rejected.WithLabelValues(string(CodeOperationPending)).Inc()
 		return nil, sidetree.Errorf(CodeOperationPending, "DID %s already has an operation pending; retry after it is anchored", op.Suffix)
 	}
-	resp, err := s.accept(ctx, op, st, opID)
+	resp, err := s.accept(ctx, op, opID)
 	if err != nil {
 		s.pending.Drop(context.WithoutCancel(ctx), op.Suffix, opID)
 		return nil, err
@@ -141,13 +141,9 @@ func (s *Service) checkOrigin(op *sidetree.Operation) error {
 }
 
 // Reserve holds suffix for operation opID when it bypasses Submit (a retried dead letter): false
-// if the DID already has an operation pending, or its state cannot be read.
+// if the DID already has an operation pending, or the reservation cannot be stored.
 func (s *Service) Reserve(ctx context.Context, suffix, opID string) bool {
-	_, version, err := s.state(ctx, suffix)
-	if err != nil {
-		return false
-	}
-	held, err := s.pending.Hold(ctx, suffix, false, version, opID)
+	held, err := s.pending.Hold(ctx, suffix, false, opID)
 	return err == nil && held
 }
 
@@ -156,13 +152,21 @@ func (s *Service) Unreserve(ctx context.Context, suffix, opID string) {
 	s.pending.Drop(ctx, suffix, opID)
 }
 
-func (s *Service) accept(ctx context.Context, op *sidetree.Operation, st *sidetree.State, opID string) ([]byte, error) {
+// accept checks op against its DID's current state and queues it; the caller holds the DID.
+func (s *Service) accept(ctx context.Context, op *sidetree.Operation, opID string) ([]byte, error) {
+	state := s.state
+	if op.Type == sidetree.OperationCreate && s.cfg.CreateStateFunc != nil {
+		state = s.cfg.CreateStateFunc
+	}
+	st, err := state(ctx, op.Suffix)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read DID state: %w", ErrRetryLater, err)
+	}
 	if err := st.Check(op); err != nil {
 		s.m.rejected.WithLabelValues(string(sidetree.CodeOf(err))).Inc()
 		return nil, err
 	}
 	var resp []byte // a create's response; nil otherwise
-	var err error
 	if op.Type == sidetree.OperationCreate {
 		resp, err = sidetree.CreateResponse(s.cfg.Profile, op)
 	} else {

@@ -14,6 +14,8 @@ import (
 	"github.com/anchord/anchord/internal/opqueue"
 	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/sidetree/wallet"
+	"github.com/anchord/anchord/internal/store"
+	"github.com/anchord/anchord/internal/store/storetest"
 )
 
 // ledger is the anchored history intake validates against: what the observer would have indexed.
@@ -23,7 +25,8 @@ type ledger struct {
 	seq uint64
 }
 
-func (l *ledger) anchor(t *testing.T, req []byte) {
+// anchor adds req to the history and returns it as the observer's index row.
+func (l *ledger) anchor(t *testing.T, req []byte) store.DIDOperation {
 	t.Helper()
 	op, err := sidetree.ParseOperation(req, sidetree.DefaultProfile())
 	require.NoError(t, err)
@@ -31,15 +34,16 @@ func (l *ledger) anchor(t *testing.T, req []byte) {
 	defer l.mu.Unlock()
 	l.seq++
 	l.ops[op.Suffix] = append(l.ops[op.Suffix], sidetree.AnchoredOperation{Sequence: l.seq, Type: op.Type, Suffix: op.Suffix, Request: op.Request})
+	return store.DIDOperation{Suffix: op.Suffix, AnchorSeq: int64(l.seq), Type: string(op.Type), Request: op.Request}
 }
 
-func (l *ledger) state(_ context.Context, suffix string) (*sidetree.State, uint64, error) {
+func (l *ledger) state(_ context.Context, suffix string) (*sidetree.State, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.ops[suffix]) == 0 {
-		return nil, 0, nil
+		return nil, nil
 	}
-	return sidetree.Resolve(sidetree.DefaultProfile(), suffix, l.ops[suffix]), uint64(len(l.ops[suffix])), nil
+	return sidetree.Resolve(sidetree.DefaultProfile(), suffix, l.ops[suffix]), nil
 }
 
 // queue records what intake queues.
@@ -74,6 +78,13 @@ func setup(t testing.TB) *testBundle {
 	require.NoError(t, err)
 	b.svc = svc
 	return b
+}
+
+// index anchors req and then ends its reservation, as the observer does once the index rows
+// are committed.
+func (b *testBundle) index(t *testing.T, req []byte) {
+	t.Helper()
+	b.pending.ReleaseIndexed([]store.DIDOperation{b.ledger.anchor(t, req)})
 }
 
 func code(err error) sidetree.Code { return sidetree.CodeOf(err) }
@@ -172,7 +183,7 @@ func TestDIDGrowthLimits(t *testing.T) {
 		require.NoError(t, err)
 		_, err = svc.Submit(ctx, u)
 		require.NoError(t, err)
-		b.ledger.anchor(t, u)
+		b.index(t, u)
 	}
 	u, err := b.wallet.Update(alice, service("s9", 10))
 	require.NoError(t, err)
@@ -208,26 +219,37 @@ func TestSecondOperationWhilePendingIsRefused(t *testing.T) {
 	_, err = b.svc.Submit(ctx, second)
 	require.Equal(t, CodeOperationPending, code(err))
 
-	// Once the first is anchored and indexed — here or, in a cluster, by another instance that
-	// never tells this one — the DID's history has a new version and the second is judged on it.
-	b.ledger.anchor(t, first)
+	// Anchored is not enough: until its index rows are committed the first still holds the DID.
+	row := b.ledger.anchor(t, first)
+	_, err = b.svc.Submit(ctx, second)
+	require.Equal(t, CodeOperationPending, code(err))
+
+	// Once the observer has indexed it, the second is judged on the state that holds it.
+	b.pending.ReleaseIndexed([]store.DIDOperation{row})
 	_, err = b.svc.Submit(ctx, second)
 	require.NoError(t, err)
 }
 
-func TestReservationsLapse(t *testing.T) {
+func TestReservationsEndOnlyByTheirOwnOperation(t *testing.T) {
 	t.Parallel()
 	p := NewPending(time.Minute)
 	now := time.Now()
 	p.now = func() time.Time { return now }
-	require.True(t, p.Reserve("a", 7))
-	require.False(t, p.Reserve("a", 7), "same history: still pending")
-	require.True(t, p.Reserve("a", 8), "history moved on: the pending operation landed")
-	p.ReserveAll([]string{"b"})
-	require.False(t, p.Reserve("b", 3), "queued before a restart: only Release or the TTL ends it")
+	require.True(t, p.Reserve("a", "op-1"))
+	require.False(t, p.Reserve("a", "op-2"), "another operation of the DID waits")
+	require.False(t, p.Reserve("a", "op-1"), "the same request sent twice is queued once")
+	p.Release([]store.DIDPendingKey{{Suffix: "a", OpID: "op-2"}})
+	require.False(t, p.Reserve("a", "op-2"), "a release of another operation leaves the holder alone")
+	p.Release([]store.DIDPendingKey{{Suffix: "a", OpID: "op-1"}})
+	require.True(t, p.Reserve("a", "op-2"), "released by its own operation")
+
+	p.ReserveAll([]store.DIDPendingKey{{Suffix: "b", OpID: "op-3"}})
+	require.False(t, p.Reserve("b", "op-4"), "queued before a restart: only its release or the TTL ends it")
 	now = now.Add(time.Minute)
-	require.True(t, p.Reserve("b", 3), "TTL passed")
-	p.Release([]string{"a", "b"})
+	require.True(t, p.Reserve("b", "op-4"), "TTL passed")
+	p.Release([]store.DIDPendingKey{{Suffix: "b", OpID: "op-3"}})
+	require.False(t, p.Reserve("b", "op-5"), "the lapsed holder's late release does not free the DID")
+	p.Release([]store.DIDPendingKey{{Suffix: "a", OpID: "op-2"}, {Suffix: "b", OpID: "op-4"}})
 	require.Zero(t, p.Len())
 }
 
@@ -269,11 +291,12 @@ func TestQueueFailureIsRetryLater(t *testing.T) {
 	require.Zero(t, b.pending.Len())
 
 	b.queue.err = nil
-	failing := func(context.Context, string) (*sidetree.State, uint64, error) { return nil, 0, errors.New("db down") }
+	failing := func(context.Context, string) (*sidetree.State, error) { return nil, errors.New("db down") }
 	svc, err := New(Config{Profile: sidetree.DefaultProfile()}, b.queue, failing, b.pending)
 	require.NoError(t, err)
 	_, err = svc.Submit(context.Background(), req)
 	require.ErrorIs(t, err, ErrRetryLater)
+	require.Zero(t, b.pending.Len(), "a failed state read gives the reservation back")
 }
 
 func TestAnchorOrigins(t *testing.T) {
@@ -312,8 +335,7 @@ func TestAnchorOrigins(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, b.queue.added, 1)
 			// A recover declaring the same origin is checked the same way.
-			b.ledger.anchor(t, create)
-			b.pending.Release([]string{id.Suffix})
+			b.index(t, create)
 			recover, err := w.Recover(id)
 			require.NoError(t, err)
 			_, err = svc.Submit(t.Context(), recover)
@@ -335,7 +357,7 @@ func TestCreateStateFuncAnswersCreatesOnly(t *testing.T) {
 	ctx := context.Background()
 	var creates []string
 	var mu sync.Mutex
-	svc, err := New(Config{Profile: sidetree.DefaultProfile(), CreateStateFunc: func(ctx context.Context, suffix string) (*sidetree.State, uint64, error) {
+	svc, err := New(Config{Profile: sidetree.DefaultProfile(), CreateStateFunc: func(ctx context.Context, suffix string) (*sidetree.State, error) {
 		mu.Lock()
 		creates = append(creates, suffix)
 		mu.Unlock()
@@ -347,8 +369,7 @@ func TestCreateStateFuncAnswersCreatesOnly(t *testing.T) {
 	require.NoError(t, err)
 	_, err = svc.Submit(ctx, create)
 	require.NoError(t, err)
-	b.ledger.anchor(t, create)
-	b.pending.Release([]string{alice.Suffix})
+	b.index(t, create)
 	// A create of an anchored DID is refused through it as through the StateFunc.
 	_, err = svc.Submit(ctx, create)
 	require.Equal(t, sidetree.CodeDIDAlreadyExists, code(err))
@@ -357,4 +378,87 @@ func TestCreateStateFuncAnswersCreatesOnly(t *testing.T) {
 	_, err = svc.Submit(ctx, update)
 	require.NoError(t, err)
 	require.Equal(t, []string{alice.Suffix, alice.Suffix}, creates, "the update read through the StateFunc")
+}
+
+// TestStateIsReadUnderTheReservation holds open the window of a request whose state read began
+// before the observer indexed the DID's pending operation and returned after it: the read's
+// snapshot predates the index rows, while the reservation they ended is gone by the time the
+// read returns. A request checked against that snapshot would be accepted although the
+// operation it competes with is already in the history, and two updates revealing the same key
+// would both be anchored. The DID must be reserved before its state is read, in memory
+// (embedded) as in the database (a cluster, on each backend).
+func TestStateIsReadUnderTheReservation(t *testing.T) {
+	t.Parallel()
+	// Each shape's reservations, and how its observer ends them once an operation is indexed.
+	type shape struct {
+		name    string
+		pending func(t *testing.T) (Reservations, func(ctx context.Context, ops []store.DIDOperation) error)
+	}
+	shapes := []shape{{"memory", func(*testing.T) (Reservations, func(context.Context, []store.DIDOperation) error) {
+		p := NewPending(0)
+		return p, func(_ context.Context, ops []store.DIDOperation) error { p.ReleaseIndexed(ops); return nil }
+	}}}
+	for _, backend := range storetest.Backends {
+		shapes = append(shapes, shape{"database/" + backend, func(t *testing.T) (Reservations, func(context.Context, []store.DIDOperation) error) {
+			st := storetest.Open(t, storetest.OpenerFor(t, backend))
+			p := NewSharedPending(st, 0, nil)
+			return p, func(ctx context.Context, ops []store.DIDOperation) error {
+				return st.InTx(ctx, func(ctx context.Context, tx store.Executor) error { return p.ReleaseTx(ctx, tx, ops) })
+			}
+		}})
+	}
+	for _, sh := range shapes {
+		t.Run(sh.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			pending, release := sh.pending(t)
+			l := &ledger{ops: map[string][]sidetree.AnchoredOperation{}}
+			q := &queue{}
+			w := wallet.New(wallet.Config{})
+			alice, create, err := w.Create()
+			require.NoError(t, err)
+			l.anchor(t, create)
+			// Two updates that reveal the same update key: only one can ever apply.
+			first, second := *alice, *alice
+			firstReq, err := w.Update(&first)
+			require.NoError(t, err)
+			secondReq, err := w.Update(&second)
+			require.NoError(t, err)
+
+			// during, when set, runs once inside the next state read, after its snapshot.
+			var during func()
+			state := func(ctx context.Context, suffix string) (*sidetree.State, error) {
+				snapshot, err := l.state(ctx, suffix)
+				if f := during; f != nil {
+					during = nil
+					f()
+				}
+				return snapshot, err
+			}
+			svc, err := New(Config{Profile: sidetree.DefaultProfile()}, q, state, pending)
+			require.NoError(t, err)
+
+			_, err = svc.Submit(ctx, firstReq)
+			require.NoError(t, err)
+			indexFirst := func() {
+				require.NoError(t, release(ctx, []store.DIDOperation{l.anchor(t, firstReq)}))
+			}
+			during = indexFirst
+			_, err = svc.Submit(ctx, secondReq)
+			require.Equal(t, CodeOperationPending, code(err), "the second update was checked against the state before the first: %v", err)
+			require.Len(t, q.added, 1)
+
+			if during != nil { // the second never read the state: the first is indexed now
+				during = nil
+				indexFirst()
+			}
+			_, err = svc.Submit(ctx, secondReq)
+			require.Equal(t, sidetree.CodeCommitmentMismatch, code(err), "judged on the state that holds the first: %v", err)
+			next, err := w.Update(&first)
+			require.NoError(t, err)
+			_, err = svc.Submit(ctx, next)
+			require.NoError(t, err, "the DID takes the update after the first")
+			require.Len(t, q.added, 2)
+		})
+	}
 }

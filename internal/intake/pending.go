@@ -4,15 +4,20 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/anchord/anchord/internal/opqueue"
+	"github.com/anchord/anchord/internal/store"
 )
 
-// Pending is the set of DIDs with an operation in flight that this instance accepted.
+// Pending is the set of DIDs with an operation in flight that this instance accepted (embedded:
+// one process accepts, queues and indexes every operation).
 //
-// A reservation records the version of the DID's anchored history it was taken against. The
-// reservation ends when the operation's anchor is observed here (Release), or — as seen by a
-// later request — once the DID's history has a new version (the operation, or another, was
-// anchored and indexed, possibly by another instance of a cluster), or once it is older than the
-// TTL (the operation was parked elsewhere). The TTL is a safety net, not the normal path.
+// A reservation names the operation holding the DID. It ends when the observer has committed
+// the operation's index rows (ReleaseIndexed), when the operation is parked (Release, from the
+// queue) or not accepted after all (Drop), or once it is older than the TTL; the TTL is a safety
+// net, not the normal path. Only the holder's own end ends it: a late release of an operation
+// that no longer holds the DID (its reservation lapsed and another took it) leaves the new
+// holder alone.
 type Pending struct {
 	ttl time.Duration
 	now func() time.Time
@@ -22,8 +27,8 @@ type Pending struct {
 }
 
 type reservation struct {
-	version uint64
-	at      time.Time
+	opID string
+	at   time.Time
 }
 
 // PendingTTLDefault bounds how long a reservation can block a DID.
@@ -37,51 +42,63 @@ func NewPending(ttl time.Duration) *Pending {
 	return &Pending{ttl: ttl, now: time.Now, m: make(map[string]reservation)}
 }
 
-// Reserve takes suffix for an operation checked against history version. It reports false
-// when a live reservation exists: one taken against the same version and younger than the TTL.
-func (p *Pending) Reserve(suffix string, version uint64) bool {
+// Reserve takes suffix for operation opID. It reports false while a reservation younger than the
+// TTL holds the DID, even one of the same operation: a request sent twice is queued once.
+func (p *Pending) Reserve(suffix, opID string) bool {
 	now := p.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if r, taken := p.m[suffix]; taken && (r.version == version || r.version == unknownVersion) && now.Sub(r.at) < p.ttl {
+	if r, taken := p.m[suffix]; taken && now.Sub(r.at) < p.ttl {
 		return false
 	}
-	p.m[suffix] = reservation{version: version, at: now}
+	p.m[suffix] = reservation{opID: opID, at: now}
 	return true
 }
 
-// ReserveAll reserves suffixes against no particular version (at start, for operations already
-// queued): they stay reserved until released or the TTL passes.
-func (p *Pending) ReserveAll(suffixes []string) {
+// ReserveAll reserves the DIDs of operations already queued (at start, before intake opens).
+func (p *Pending) ReserveAll(keys []store.DIDPendingKey) {
 	now := p.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, s := range suffixes {
-		p.m[s] = reservation{version: unknownVersion, at: now}
+	for _, k := range keys {
+		p.m[k.Suffix] = reservation{opID: k.OpID, at: now}
 	}
 }
 
-// unknownVersion matches no real history version except by a 2^-64 accident.
-const unknownVersion = ^uint64(0)
-
-// Release ends the reservations of suffixes.
-func (p *Pending) Release(suffixes []string) {
+// Release ends the listed reservations; a DID held by another operation than the one named is
+// left alone.
+func (p *Pending) Release(keys []store.DIDPendingKey) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, s := range suffixes {
-		delete(p.m, s)
+	for _, k := range keys {
+		if r, ok := p.m[k.Suffix]; ok && r.opID == k.OpID {
+			delete(p.m, k.Suffix)
+		}
 	}
+}
+
+// ReleaseIndexed ends the reservations of operations whose index rows were committed (the
+// observer's ReleaseFunc). It must be called only after the commit: a request that finds the
+// DID free then reads a state that holds the operation.
+func (p *Pending) ReleaseIndexed(ops []store.DIDOperation) {
+	keys := make([]store.DIDPendingKey, len(ops))
+	for i, op := range ops {
+		keys[i] = store.DIDPendingKey{Suffix: op.Suffix, OpID: opqueue.OpIDOf(op.Request)}
+	}
+	p.Release(keys)
 }
 
 // Hold implements Reservations: a reservation in this process's memory.
-func (p *Pending) Hold(_ context.Context, suffix string, _ bool, version uint64, _ string) (bool, error) {
-	return p.Reserve(suffix, version), nil
+func (p *Pending) Hold(_ context.Context, suffix string, _ bool, opID string) (bool, error) {
+	return p.Reserve(suffix, opID), nil
 }
 
 // Drop implements Reservations.
-func (p *Pending) Drop(_ context.Context, suffix, _ string) { p.Release([]string{suffix}) }
+func (p *Pending) Drop(_ context.Context, suffix, opID string) {
+	p.Release([]store.DIDPendingKey{{Suffix: suffix, OpID: opID}})
+}
 
-// Len returns the number of reservations (live or not yet noticed to have ended).
+// Len returns the number of reservations (live or lapsed).
 func (p *Pending) Len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -16,9 +16,10 @@ import (
 // operation per DID holds whichever instance takes each request: the second instance answers
 // queueing_multiple_operations_per_did_not_allowed, and nothing surplus is anchored.
 //
-// A reservation is taken before the operation is published and ends in the transaction that
-// indexes the operation (ReleaseTx, the observer's), so no operation for the DID is validated
-// against a state about to change. An operation that is parked frees its DID (the database sees
+// A reservation is taken before the operation's state is read and before it is published, and
+// ends in the transaction that indexes the operation (ReleaseTx, the observer's): a reservation
+// that succeeds after that commit is followed by a read that sees the indexed rows, so no
+// operation for the DID is validated against a state about to change. An operation that is parked frees its DID (the database sees
 // the dead letter); one whose publish fails is dropped at once. What the TTL still covers: an
 // instance that dies between the reservation and the publish leaves the DID held until the TTL
 // ends (PendingTTLDefault), and an operation that takes longer than the TTL to be indexed lets
@@ -34,15 +35,14 @@ func NewSharedPending(st store.Store, ttl time.Duration, logger *slog.Logger) *S
 	return &SharedPending{st: st, ttl: cmp.Or(ttl, PendingTTLDefault), logger: cmp.Or(logger, slog.New(slog.DiscardHandler))}
 }
 
-// Hold implements Reservations. The history version plays no part: the observer ends the
-// reservation when it indexes the operation.
+// Hold implements Reservations: the observer ends the reservation when it indexes the operation.
 //
 // A create reserves nothing, which spares the database a write on the path of most requests: a
 // DID's suffix is the hash of its create's suffix data, which commits to the delta's hash, so two
 // pending creates of one DID are the same request — the same operation id, which the queue and
 // anchored_ops keep from being anchored twice — and no other operation of the DID can be accepted
 // before its create is indexed.
-func (p *SharedPending) Hold(ctx context.Context, suffix string, create bool, _ uint64, opID string) (bool, error) {
+func (p *SharedPending) Hold(ctx context.Context, suffix string, create bool, opID string) (bool, error) {
 	if create {
 		return true, nil
 	}

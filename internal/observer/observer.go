@@ -60,9 +60,11 @@ type Config struct {
 	Profile      sidetree.Profile
 	Limits       batchfile.Limits
 	PollInterval time.Duration
-	// ReleaseFunc, if set, is told the DID suffixes of every observed anchor: they are no
-	// longer pending.
-	ReleaseFunc func(suffixes []string)
+	// ReleaseFunc, if set, is told the operations of every observed anchor once their index
+	// rows are committed: they are no longer pending (intake.Pending.ReleaseIndexed). Never
+	// before the commit: a DID released earlier could take an operation checked against the
+	// state without them.
+	ReleaseFunc func(ops []store.DIDOperation)
 	// Known, if set, learns every suffix indexed, before its transaction commits. Setting it
 	// declares this Observer the only writer of the per-DID index (embedded mode).
 	Known *Known
@@ -285,6 +287,9 @@ func (o *Observer) ObserveSeq(ctx context.Context, seq int64) (Result, error) {
 }
 
 func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) {
+	if err := failpoint.Pause(ctx, failpoint.ObserverBeforeIndex); err != nil {
+		return Result{}, err
+	}
 	start := time.Now()
 	o.mu.Lock()
 	handed, ok := o.handoff[a.Seq]
@@ -346,7 +351,11 @@ func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) 
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		// Another observer indexed it first; our last transaction's inserts were rolled back
-		// (earlier slices' rows, if any, are the same rows it wrote).
+		// (earlier slices' rows, if any, are the same rows it wrote). Its rows are committed,
+		// so the operations are no longer pending.
+		if o.cfg.ReleaseFunc != nil {
+			o.cfg.ReleaseFunc(ops)
+		}
 		return Result{Seq: a.Seq}, nil
 	}
 	if err != nil {
@@ -361,7 +370,7 @@ func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) 
 	o.m.operations.Add(float64(len(ops)))
 	o.m.duration.Observe(time.Since(start).Seconds())
 	if o.cfg.ReleaseFunc != nil {
-		o.cfg.ReleaseFunc(suffixes)
+		o.cfg.ReleaseFunc(ops)
 	}
 	if o.cfg.IndexedFunc != nil {
 		o.cfg.IndexedFunc(res)

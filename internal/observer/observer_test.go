@@ -29,7 +29,7 @@ type testBundle struct {
 	cas      *cas.Store
 	anchors  *anchor.Writer
 	wallet   *wallet.Wallet
-	released chan []string
+	released chan []store.DIDOperation
 	failCAS  atomic.Bool
 }
 
@@ -41,7 +41,7 @@ func setup(t *testing.T, st store.Store) *testBundle {
 	require.NoError(t, err)
 	aw, err := anchor.NewWriter(anchor.Config{}, anchor.NewLocal(key))
 	require.NoError(t, err)
-	return &testBundle{st: st, cas: cs, anchors: aw, wallet: wallet.New(wallet.Config{}), released: make(chan []string, 100)}
+	return &testBundle{st: st, cas: cs, anchors: aw, wallet: wallet.New(wallet.Config{}), released: make(chan []store.DIDOperation, 100)}
 }
 
 func (b *testBundle) observer(t *testing.T) *Observer {
@@ -55,7 +55,7 @@ func (b *testBundle) observer(t *testing.T) *Observer {
 			return real(uri, max)
 		}
 	}
-	o, err := New(Config{Profile: sidetree.DefaultProfile(), ReleaseFunc: func(s []string) { b.released <- s }, Logger: anchordtest.Logger(t)}, b.st, fetch)
+	o, err := New(Config{Profile: sidetree.DefaultProfile(), ReleaseFunc: func(ops []store.DIDOperation) { b.released <- ops }, Logger: anchordtest.Logger(t)}, b.st, fetch)
 	require.NoError(t, err)
 	o.signal.Init(t)
 	return o
@@ -112,7 +112,18 @@ func TestObserveIndexesAnchorsAndResolves(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, a1.Seq, res.Seq)
 		require.Equal(t, 2, res.Operations)
-		require.ElementsMatch(t, []string{alice.Suffix, bob.Suffix}, anchordtest.WaitOrTimeout(t, b.released, time.Second))
+		released := anchordtest.WaitOrTimeout(t, b.released, time.Second)
+		var got, want []string
+		for _, op := range released {
+			got = append(got, op.Suffix+" "+string(op.Request))
+		}
+		for _, req := range [][]byte{createA, createB} {
+			op, err := sidetree.ParseOperation(req, sidetree.DefaultProfile())
+			require.NoError(t, err)
+			want = append(want, op.Suffix+" "+string(op.Request))
+		}
+		require.ElementsMatch(t, want, got, "released once indexed, with the requests that name the operations")
+		require.ElementsMatch(t, []string{alice.Suffix, bob.Suffix}, []string{released[0].Suffix, released[1].Suffix})
 
 		st1, err := r.State(ctx, alice.Suffix)
 		require.NoError(t, err)

@@ -148,6 +148,12 @@ func (r *Resolver) CreateStateVersion(ctx context.Context, suffix string) (*side
 	return r.StateVersion(ctx, suffix)
 }
 
+// CreateState is CreateStateVersion without the version.
+func (r *Resolver) CreateState(ctx context.Context, suffix string) (*sidetree.State, error) {
+	st, _, err := r.CreateStateVersion(ctx, suffix)
+	return st, err
+}
+
 // Invalidate forgets the cached states of suffixes. The Observer calls it both before and after
 // each index write commits: the first call stops readers from trusting the old state while the
 // commit is under way, the second removes whatever a reader cached from rows read before the

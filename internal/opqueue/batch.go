@@ -291,13 +291,13 @@ func (q *Queue) afterPark(ctx context.Context, ops []*Op, reason string) {
 	}
 	q.settle(idsOf(ops)...)
 	q.m.deadLettered.Add(float64(len(ops)))
-	suffixes := make([]string, len(ops))
+	keys := make([]store.DIDPendingKey, len(ops))
 	for i, op := range ops {
-		suffixes[i] = op.Suffix
+		keys[i] = store.DIDPendingKey{Suffix: op.Suffix, OpID: op.OpID}
 		q.cfg.Logger.WarnContext(ctx, "operation parked in dead letters", "op_id", op.OpID, "suffix", op.Suffix, "attempts", op.Attempts, "reason", reason)
 	}
 	if q.cfg.ReleaseFunc != nil {
-		q.cfg.ReleaseFunc(suffixes)
+		q.cfg.ReleaseFunc(keys)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/anchord/anchord/internal/loop"
 	"github.com/anchord/anchord/internal/pubsub"
+	"github.com/anchord/anchord/internal/store"
 )
 
 // Defaults of Config.
@@ -35,9 +36,9 @@ type Config struct {
 	// failed batches an operation is parked.
 	Redelivery pubsub.RedeliveryConfig
 	MaxCommit  int
-	// ReleaseFunc, if set, is told the DID suffixes of operations that were parked, which are
-	// no longer pending.
-	ReleaseFunc func(suffixes []string)
+	// ReleaseFunc, if set, is told the DIDs and ids of operations that were parked, which are no
+	// longer pending.
+	ReleaseFunc func(keys []store.DIDPendingKey)
 	// NowFunc is the clock for availability and backoff; nil means time.Now. Tests set it.
 	NowFunc func() time.Time
 

@@ -142,19 +142,19 @@ func New(cfg Config, st store.Store) (*Queue, error) {
 }
 
 // Load reads this instance's queued rows into memory (after a restart they are all still
-// there) and returns their DID suffixes.
-func (q *Queue) Load(ctx context.Context) ([]string, error) {
+// there) and returns their DIDs and operation ids, in queue order.
+func (q *Queue) Load(ctx context.Context) ([]store.DIDPendingKey, error) {
 	rows, err := q.listAfter(ctx, 0)
 	if err != nil {
 		return nil, fmt.Errorf("load operation queue: %w", err)
 	}
 	q.adopt(rows)
-	suffixes := make([]string, len(rows))
+	keys := make([]store.DIDPendingKey, len(rows))
 	for i, op := range rows {
-		suffixes[i] = op.Suffix
+		keys[i] = store.DIDPendingKey{Suffix: op.Suffix, OpID: op.OpID}
 	}
-	q.cfg.Logger.InfoContext(ctx, "operation queue loaded", "operations", len(suffixes))
-	return suffixes, nil
+	q.cfg.Logger.InfoContext(ctx, "operation queue loaded", "operations", len(keys))
+	return keys, nil
 }
 
 // listAfter reads every row of this instance with an id above after, in id order.

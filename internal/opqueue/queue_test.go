@@ -35,7 +35,13 @@ func setup(t *testing.T, st store.Store, mutate ...func(*Config)) *testBundle {
 	cfg := Config{
 		InstanceID: "instance-a", Redelivery: pubsub.RedeliveryConfig{MaxAttempts: 3, InitialInterval: time.Second, Multiplier: 2, MaxInterval: time.Minute},
 		Logger: anchordtest.Logger(t), Registerer: b.reg, NowFunc: b.clock.Now,
-		ReleaseFunc: func(s []string) { b.released <- s },
+		ReleaseFunc: func(keys []store.DIDPendingKey) {
+			suffixes := make([]string, len(keys))
+			for i, k := range keys {
+				suffixes[i] = k.Suffix
+			}
+			b.released <- suffixes
+		},
 	}
 	for _, m := range mutate {
 		m(&cfg)
@@ -239,9 +245,13 @@ func TestLoadAfterRestart(t *testing.T) {
 			// A new process over the same database sees all four.
 			st2 := storetest.Open(t, opener)
 			b2 := setup(t, st2)
-			suffixes, err := b2.q.Load(context.Background())
+			keys, err := b2.q.Load(context.Background())
 			require.NoError(t, err)
-			require.Equal(t, []string{"did-000", "did-001", "did-002", "did-003"}, suffixes)
+			var want []store.DIDPendingKey
+			for i := range 4 {
+				want = append(want, store.DIDPendingKey{Suffix: fmt.Sprintf("did-%03d", i), OpID: OpIDOf([]byte(fmt.Sprintf(`{"n":%d}`, i)))})
+			}
+			require.Equal(t, want, keys, "every queued operation, named for its reservation")
 			require.Equal(t, 4, b2.q.Len())
 		})
 	}

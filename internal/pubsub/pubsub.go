@@ -22,6 +22,13 @@
 //     drain timeout), and only then does Subscribe return. A handler that fails only because
 //     its context was cancelled by the drain timeout has its message put back without counting
 //     an attempt.
+//   - PublishDelayed MUST NOT deliver a message before delay has passed since the call began
+//     (brokers that count in whole milliseconds may be a few milliseconds early), and MUST keep
+//     each message's delay on its own: a message is not held behind one with a longer delay
+//     published before it. Deliveries are ordered by nothing else; in particular an immediate
+//     message published after a delayed one may be delivered after it, since the delay can run
+//     out while the publishes are confirmed. The suite expects each delayed message within
+//     Features.Slack of its due time.
 //   - Publish to a topic that has no queue fails with an error wrapping ErrUnroutable; while the
 //     broker is unreachable Publish fails fast with an error wrapping ErrUnavailable, and the
 //     caller retries (a message whose confirm was lost may then be delivered twice: handlers
@@ -78,7 +85,8 @@ type Handler func(ctx context.Context, msg *Message) error
 type Publisher interface {
 	// Publish sends the messages to topic and returns once every one is confirmed by the broker.
 	Publish(ctx context.Context, topic string, msgs ...*Message) error
-	// PublishDelayed is Publish with delivery deferred by at least delay.
+	// PublishDelayed is Publish with delivery deferred by at least delay (see the package doc
+	// for what that orders).
 	PublishDelayed(ctx context.Context, topic string, delay time.Duration, msgs ...*Message) error
 }
 

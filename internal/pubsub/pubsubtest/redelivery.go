@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -154,40 +153,58 @@ func testParkedRepublish(t *testing.T, b *bundle) {
 	require.Equal(t, "second chance", string(d.msg.Body))
 }
 
-// testDelayedPublish: a delayed message arrives no earlier than its delay, and a short delay is
-// not held behind a longer one published before it.
+// testDelayedPublish: a delayed message is not delivered before its delay has passed since its
+// publish began, and is delivered within Features.Slack of its delay having passed since its
+// publish returned, whatever else waits: messages published after one with a far longer delay,
+// delayed or not, are not held behind it (as in a queue that expires only its head).
+//
+// No order is asserted between the messages that do arrive: the contract orders deliveries only
+// through those bounds, and theirs overlap. An immediate message published after a 200 ms delay
+// may well arrive after it when the publishes are slow to be confirmed, as on a loaded machine;
+// the far message's bounds are the ones that cannot overlap the others'.
 func testDelayedPublish(t *testing.T, b *bundle) {
 	ps := b.instance()
 	rec := newRecorder(nil)
 	subscribe(t, ps, pubsub.TopicAnchorLinkset, 3, rec.handle)
 	ctx := b.ctx()
 
-	long, short, now := message("long"), message("short"), message("now")
-	const longDelay, shortDelay = 700 * time.Millisecond, 200 * time.Millisecond
-	published := map[string]time.Time{}
-	wants := map[string]time.Duration{}
+	type sent struct {
+		body             string
+		start, confirmed time.Time
+		delay            time.Duration
+	}
+	const farDelay = 4 * waitTimeout // longer than the scenario can last
+	far := message("far")
+	sentAt := map[string]sent{}
 	for _, c := range []struct {
 		msg   *pubsub.Message
 		delay time.Duration
-	}{{long, longDelay}, {short, shortDelay}, {now, 0}} {
+	}{{far, farDelay}, {message("long"), 700 * time.Millisecond}, {message("short"), 200 * time.Millisecond}, {message("now"), 0}} {
 		start := time.Now()
 		if c.delay > 0 {
 			require.NoError(t, ps.PublishDelayed(ctx, pubsub.TopicAnchorLinkset, c.delay, c.msg))
 		} else {
 			require.NoError(t, ps.Publish(ctx, pubsub.TopicAnchorLinkset, c.msg))
 		}
-		published[c.msg.ID], wants[c.msg.ID] = start, c.delay
+		sentAt[c.msg.ID] = sent{body: string(c.msg.Body), start: start, confirmed: time.Now(), delay: c.delay}
 	}
 
-	var order []string
 	for range 3 {
 		d := rec.next(t)
-		order = append(order, string(d.msg.Body))
-		took := d.at.Sub(published[d.msg.ID])
-		want := wants[d.msg.ID]
-		require.GreaterOrEqual(t, took, want-earlyTolerance, "%s arrived after %s, want ≥ %s", d.msg.Body, took, want)
-		require.Less(t, took, want+b.features.Slack, "%s arrived after %s, want about %s", d.msg.Body, took, want)
+		s, ok := sentAt[d.msg.ID]
+		require.True(t, ok, "message %s (%s) delivered twice", d.msg.ID, d.msg.Body)
+		delete(sentAt, d.msg.ID)
 		require.Equal(t, 1, d.msg.Attempt)
+		early := d.at.Sub(s.start)
+		require.GreaterOrEqual(t, early, s.delay-earlyTolerance, "%s arrived %s after its publish began, before its delay of %s", s.body, early, s.delay)
+		if s.delay == 0 {
+			// An immediate message's latency is the machine's, not a delay's: nothing bounds it
+			// but the wait for a delivery, and arriving while far waits shows it was not held.
+			continue
+		}
+		late := d.at.Sub(s.confirmed)
+		require.Less(t, late, s.delay+b.features.Slack, "%s arrived %s after its publish returned, want about %s", s.body, late, s.delay)
 	}
-	require.Equal(t, "now short long", strings.Join(order, " "))
+	require.Len(t, sentAt, 1)
+	require.Contains(t, sentAt, far.ID, "only the far message still waits")
 }

@@ -192,4 +192,59 @@ func exerciseAnchoredOps(t *testing.T, setup setupFunc) {
 		}
 		require.Equal(t, 1, won)
 	})
+
+	// Intake reads a DID's state only after it has reserved the DID, and the observer ends the
+	// reservation of an operation in the transaction that indexes it. That read sees the
+	// operation only if a reservation cannot be taken before the transaction commits.
+	t.Run("DIDPendingReleaseCommitsWithTheIndexRows", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		ctx := context.Background()
+		a := localAnchor(t, s, store.AnchorCompleted)
+		ok, err := s.DIDPendingReserve(ctx, store.DIDPendingParams{Suffix: "did-e", OpID: "op-1", TTL: time.Hour})
+		require.NoError(t, err)
+		require.True(t, ok)
+
+		released, commit := make(chan struct{}), make(chan struct{})
+		indexed := make(chan error, 1)
+		go func() {
+			indexed <- s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+				if err := tx.DIDOperationInsertMany(ctx, []store.DIDOperation{{Suffix: "did-e", AnchorSeq: a.Seq, Type: "update", Request: []byte("u1")}}); err != nil {
+					return err
+				}
+				if err := tx.DIDPendingRelease(ctx, []store.DIDPendingKey{{Suffix: "did-e", OpID: "op-1"}}); err != nil {
+					return err
+				}
+				close(released)
+				<-commit
+				return nil
+			})
+		}()
+		<-released
+		type attempt struct {
+			ok   bool
+			rows int
+			err  error
+		}
+		reserveThenRead := func() attempt {
+			ok, err := s.DIDPendingReserve(ctx, store.DIDPendingParams{Suffix: "did-e", OpID: "op-2", TTL: time.Hour})
+			if err != nil || !ok {
+				return attempt{ok: ok, err: err}
+			}
+			rows, err := s.DIDOperationLists(ctx, []string{"did-e"})
+			return attempt{ok: true, rows: len(rows["did-e"]), err: err}
+		}
+		during := make(chan attempt, 1)
+		go func() { during <- reserveThenRead() }() // waits for the commit, or finds the DID held
+		close(commit)
+		require.NoError(t, <-indexed)
+		got := <-during
+		require.NoError(t, got.err)
+		if !got.ok {
+			got = reserveThenRead() // it was refused while op-1 still held the DID: now it is free
+			require.NoError(t, got.err)
+			require.True(t, got.ok)
+		}
+		require.Equal(t, 1, got.rows, "a reservation taken after the release sees the rows committed with it")
+	})
 }
