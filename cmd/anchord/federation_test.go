@@ -55,8 +55,11 @@ func (d *fedDomain) admin(args ...string) (int, string, string) {
 	target := "http://" + d.p.AdminAddr()
 	var out, errOut bytes.Buffer
 	env := func(k string) (string, bool) {
-		if k == "ANCHORD_TARGET" {
+		switch k {
+		case "ANCHORD_TARGET":
 			return target, true
+		case "ANCHORD_DATA_DIR":
+			return d.dir + "/data", true
 		}
 		return "", false
 	}

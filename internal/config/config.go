@@ -162,8 +162,9 @@ type Config struct {
 	// AdminAddr is the listen address of the admin API (/admin/v1) and the profiler
 	// (/debug/pprof); they are never served on HostURL.
 	AdminAddr string
-	// AdminToken, when set, is the bearer token the admin listener requires. Required when
-	// AdminAddr is not a loopback address.
+	// AdminToken is the bearer token every route of the admin listener requires. Empty: the
+	// token kept in DataDir/admin-token, made at the first start. Required (explicitly) when
+	// AdminAddr is not a loopback address, where the operator must carry the token elsewhere.
 	AdminToken string
 	// AuthTokensDef and AuthTokens protect the API routes with bearer tokens per path, as
 	// Orb's --auth-tokens-def and --auth-tokens do (httpapi.ParseTokenAuth).

@@ -75,7 +75,7 @@ func (c *Config) params() []param.Param {
 		param.Duration(&c.TaskManagerCheckInterval, "task-manager-check-interval", "how often the task manager checks its permits"),
 		param.Duration(&c.DataExpiryCheckInterval, "data-expiry-check-interval", "interval of the data-expiry task (expired queue rows are parked, never dropped)"),
 		param.String(&c.AdminAddr, "admin-addr", "listen address of the admin API (/admin/v1) and the profiler (/debug/pprof); a non-loopback address needs --admin-token"),
-		param.Secret(&c.AdminToken, "admin-token", "bearer token required by the admin listener; empty: no token (loopback only)"),
+		param.Secret(&c.AdminToken, "admin-token", "bearer token required by every route of the admin listener; empty: the one kept in <data-dir>/admin-token (made 0600 at the first start), which anchord admin reads"),
 		param.String(&c.AuthTokensDef, "auth-tokens-def", "bearer tokens per API path, as Orb: <path-regex>|<read names joined by &>|<write names>, comma-separated; first match decides, no match is open").Env("ORB_AUTH_TOKENS_DEF"),
 		param.Secret(&c.AuthTokens, "auth-tokens", "the tokens those definitions name: name=secret, comma-separated").Env("ORB_AUTH_TOKENS"),
 		param.String(&c.CASType, "cas-type", "where batch files live besides the database: local, or ipfs (also added to the node at --ipfs-url, and read from it when missing here)"),

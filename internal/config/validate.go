@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/anchord/anchord/internal/admintoken"
 	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/secret"
@@ -26,6 +27,11 @@ func (c *Config) Validate() error {
 	}
 	if !isLoopback(c.AdminAddr) && c.AdminToken == "" {
 		return &ParamError{Param: "admin-addr", Value: c.AdminAddr, Err: fmt.Errorf("the admin API on a non-loopback address needs --admin-token")}
+	}
+	if c.AdminToken != "" {
+		if err := admintoken.Check(c.AdminToken); err != nil {
+			return &ParamError{Param: "admin-token", Value: secret.Redacted, Err: err}
+		}
 	}
 	if _, err := httpapi.ParseTokenAuth(c.AuthTokensDef, c.AuthTokens); err != nil {
 		return &ParamError{Param: "auth-tokens-def", Value: c.AuthTokensDef, Err: err}
