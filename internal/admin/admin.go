@@ -44,17 +44,17 @@ const (
 	// DataDirDefault is serve's --data-dir default, where a server given no --admin-token
 	// keeps the one it made.
 	DataDirDefault = "./data"
-	LimitDefault  = 100
+	LimitDefault   = 100
 )
 
 type options struct {
 	Target  string
 	Token   string
 	DataDir string
-	Kind   string
-	After  int64
-	Limit  int
-	JSON   bool
+	Kind    string
+	After   int64
+	Limit   int
+	JSON    bool
 }
 
 // commonParams are the parameters of every admin command: where, and with which token.
