@@ -254,7 +254,7 @@ func (s *Service) getInbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.serveCollection(w, r, s.actor+activity.PathInbox, activity.TypeOrderedCollection,
-		s.st.ActivityInboxCount,
+		s.st.ActivityInboxLastSeq,
 		func(ctx context.Context, offset int64, limit int) ([]*activity.Object, error) {
 			rows, err := s.st.ActivityInboxList(ctx, store.ActivityPageParams{After: offset, Limit: limit})
 			if err != nil {
