@@ -227,6 +227,15 @@ type FederationConfig struct {
 	SyncMaxActivities       int
 	// RequestTimeout bounds each request to another domain.
 	RequestTimeout time.Duration
+	// Inbox* bound what other domains may post to the inbox: body caps (anchor activities and
+	// the rest), rates per actor and per domain, and how long a handled activity is kept.
+	InboxMaxAnchorActivityBytes int64
+	InboxMaxActivityBytes       int64
+	InboxActorRateLimit         float64
+	InboxActorRateBurst         int
+	InboxDomainRateLimit        float64
+	InboxDomainRateBurst        int
+	InboxExpiryPeriod           time.Duration
 }
 
 // CosignerConfig configures the domain as a C2SP tlog-witness (docs/design/witness-log.md,
@@ -379,6 +388,14 @@ func Default() Config {
 			SyncMinActivityAge:      federation.SyncMinActivityAgeDefault,
 			SyncMaxActivities:       federation.SyncMaxActivitiesDefault,
 			RequestTimeout:          peer.TimeoutDefault,
+
+			InboxMaxAnchorActivityBytes: federation.MaxInboxBytesDefault,
+			InboxMaxActivityBytes:       federation.MaxSmallInboxBytesDefault,
+			InboxActorRateLimit:         federation.InboxActorRateDefault,
+			InboxActorRateBurst:         federation.InboxActorBurstDefault,
+			InboxDomainRateLimit:        federation.InboxDomainRateDefault,
+			InboxDomainRateBurst:        federation.InboxDomainBurstDefault,
+			InboxExpiryPeriod:           federation.InboxKeepDefault,
 		},
 		Witness: WitnessConfig{
 			MaxWitnessDelay: witness.MaxWitnessDelayDefault,
@@ -456,7 +473,7 @@ var logGroups = []struct {
 	{"broker", []string{"mq-"}},
 	{"tasks", []string{"task-manager-", "data-expiry-"}},
 	{"anchoring", []string{"anchor-", "ledger-", "submitter-"}},
-	{"federation", []string{"external-endpoint", "activitypub-", "max-clock-skew", "follow-auth-", "invite-witness-", "sync-", "peer-"}},
+	{"federation", []string{"external-endpoint", "activitypub-", "max-clock-skew", "follow-auth-", "invite-witness-", "sync-", "peer-", "inbox-"}},
 	{"witness-log", []string{"witness-log", "tlog-witness"}},
 }
 

@@ -86,7 +86,7 @@ const (
 			LIMIT $3
 			FOR UPDATE SKIP LOCKED)
 		RETURNING ` + qActivityInboxColumns
-	qActivityInboxFence    = ` WHERE seq = $1 AND claim_owner = $2 AND claim_term = $3 AND status = 'queued'`
+	qActivityInboxFence = ` WHERE seq = $1 AND claim_owner = $2 AND claim_term = $3 AND status = 'queued'`
 	// $4: the retention in microseconds, NULL to keep the row.
 	qActivityInboxComplete = `UPDATE ap_inbox SET status = 'done', attempts = attempts + 1, done_at = now(),
 		expires_at = now() + $4::bigint * interval '1 microsecond',
