@@ -90,10 +90,9 @@ func (d *relayDomain) process() *anchordtest.Process {
 // admin runs `anchord admin …` against the domain's admin listener.
 func (d *relayDomain) admin(args ...string) string {
 	d.t.Helper()
-	// The token is the one the domain made in its data directory, read there as an operator's
-	// `anchord admin` does.
-	cmd := exec.Command(anchordtest.Binary(d.t), append(append([]string{"admin"}, args...),
-		"--target", "http://"+d.process().AdminAddr(), "--data-dir", d.dir)...)
+	p := d.process()
+	cmd := exec.Command(anchordtest.Binary(d.t), append(append([]string{"admin"}, args...), "--target", "http://"+p.AdminAddr())...)
+	cmd.Env = append(os.Environ(), "ANCHORD_ADMIN_TOKEN="+p.AdminToken())
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	require.NoError(d.t, cmd.Run(), "anchord admin %v: %s", args, errOut.String())
