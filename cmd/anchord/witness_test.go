@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -352,4 +353,5 @@ func TestLogRequiredCountsOnlyWitnessesWithALog(t *testing.T) {
 		lines := strings.Split(string(body), "\n")
 		return len(lines) > 1 && lines[1] == fmt.Sprint(len(anchors))
 	}, "B's log holds one credential per anchor")
+	requirePrivateTree(t, filepath.Join(b.dir, "log"))
 }
