@@ -117,6 +117,9 @@ func TestFederationFollowThroughTheCLI(t *testing.T) {
 	require.Regexp(t, `ACTOR\s+STATUS\s+SINCE\s+ACTIVITY`, out)
 	require.Contains(t, out, b.actor())
 
+	// C witnesses only for the domains on its list (the default accept-list policy).
+	code, _, errOut = c.admin("acceptlist", "add", "--type", "invite-witness", a.actor())
+	require.Equal(t, 0, code, errOut)
 	code, out, errOut = a.admin("witness", "add", c.actor())
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "invited "+c.actor()+": pending")

@@ -26,8 +26,13 @@ const (
 	MaxClockSkewDefault = time.Minute
 	// FollowAuthPolicyDefault is --follow-auth-policy: whom we accept as followers.
 	FollowAuthPolicyDefault = PolicyAcceptAll
-	// InviteWitnessAuthPolicyDefault is --invite-witness-auth-policy.
-	InviteWitnessAuthPolicyDefault = PolicyAcceptAll
+	// InviteWitnessAuthPolicyDefault is --invite-witness-auth-policy: accept-list, where Orb's
+	// is accept-all. A domain we witness for has us sign a proof for each of its anchors and,
+	// with a witness log, append each credential to a log that is never pruned: under accept-all
+	// any domain could spend our CPU and our disk for as long as it likes (the inbox's rates
+	// bound how fast, not how much). A follower only reads what is public, so Follow stays
+	// accept-all.
+	InviteWitnessAuthPolicyDefault = PolicyAcceptList
 	// MaxInboxBytesDefault is --inbox-max-anchor-activity-bytes: it bounds the activities that
 	// carry an anchor (Create, Announce, Offer), whose linkset lists one item per operation of
 	// the batch as data URIs, and so every body the inbox reads.

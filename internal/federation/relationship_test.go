@@ -89,6 +89,9 @@ func TestInviteWitnessAccepted(t *testing.T) {
 	a.run(t)
 	w.run(t)
 	ctx := context.Background()
+	// Under the default accept-list policy, W witnesses only for the domains it lists.
+	_, err := w.st.AcceptListInsert(ctx, store.AcceptListInviteWitness, a.actor())
+	require.NoError(t, err)
 	v, err := a.svc.InviteWitness(ctx, w.actor())
 	require.NoError(t, err)
 	require.Equal(t, store.RelationshipPending, v.Status)
@@ -111,6 +114,24 @@ func TestInviteWitnessAccepted(t *testing.T) {
 		ok, err := w.svc.IsWitnessing(ctx, a.actor())
 		return err == nil && !ok
 	}, "the withdrawn invitation never ended W's witnessing")
+}
+
+// TestInviteFromAnUnlistedDomainIsRejectedByDefault: the default invite policy is accept-list,
+// so a domain nobody listed cannot make us its witness.
+func TestInviteFromAnUnlistedDomainIsRejectedByDefault(t *testing.T) {
+	t.Parallel()
+	a, w := newDomain(t), newDomain(t)
+	a.run(t)
+	w.run(t)
+	require.Equal(t, PolicyAcceptList, w.svc.cfg.InviteWitnessAuthPolicy)
+	_, err := a.svc.InviteWitness(context.Background(), w.actor())
+	require.NoError(t, err)
+	eventually(t, func() bool {
+		return a.relationship(t, store.RelationshipWitness, w.actor()).Status == store.RelationshipRejected
+	}, "the Invite of an unlisted domain was never rejected")
+	ok, err := w.svc.IsWitnessing(context.Background(), a.actor())
+	require.NoError(t, err)
+	require.False(t, ok)
 }
 
 func TestAcceptOfAFollowWeNeverSentChangesNothing(t *testing.T) {
