@@ -148,12 +148,16 @@ func (s *Service) postInbox(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) refuseSignature(w http.ResponseWriter, r *http.Request, err error) {
+	var tooBig *http.MaxBytesError
 	switch {
 	case errors.Is(err, httpsig.ErrUnauthenticated):
 		w.Header().Set("WWW-Authenticate", `Signature realm="anchord",headers="(request-target) date digest"`)
 		s.refuse(w, r, "", http.StatusUnauthorized, "unauthorized", "the request's HTTP signature is not accepted", err)
 	case errors.Is(err, httpsig.ErrBodyTooLarge):
 		s.tooLarge(w, r, "", s.cfg.MaxInboxBytes)
+	case errors.As(err, &tooBig):
+		// A signed GET with a body over the server's limit for its path.
+		s.tooLarge(w, r, "", tooBig.Limit)
 	default:
 		s.unavailable(w, r, "verify signature", err)
 	}
