@@ -35,7 +35,7 @@ type Options struct {
 }
 
 // Run builds anchord from cfg and runs it until ctx is done, then shuts down in order. It
-// returns nil after a clean shutdown.
+// returns nil after a clean shutdown. It sets the process's umask to 077: it is the process.
 func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	// Whatever anchord creates is its own: the data directory, the database, the admin token,
 	// and the witness log, whose files tessera creates 0644 (and directories 0755) as it goes,
