@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/anchord/anchord/internal/admintoken"
 	"github.com/anchord/anchord/internal/anchordtest"
 	"github.com/anchord/anchord/internal/sidetree/wallet"
 	"github.com/anchord/anchord/internal/store"
@@ -110,4 +113,56 @@ func TestAdminOnAPublicAddressNeedsAToken(t *testing.T) {
 	require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut.String()), "\n")+1, errOut.String())
 	require.Contains(t, errOut.String(), "--admin-addr")
 	require.Contains(t, errOut.String(), "--admin-token")
+}
+
+// TestAdminTokenMadeAtFirstStart: a server given no --admin-token makes one in its data
+// directory (0600), never logs it, and refuses every admin request without it, from loopback
+// too; `anchord admin` finds it through --data-dir (or ANCHORD_DATA_DIR), and a restart keeps it.
+func TestAdminTokenMadeAtFirstStart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	addr := anchordtest.FreeAddr(t)
+	args := []string{"serve", "--host-url", addr, "--data-dir", dir + "/data"}
+	p := anchordtest.StartProcess(t, anchordtest.ProcessConfig{Args: args, Dir: dir, Addr: addr})
+	p.WaitHealthy(30 * time.Second)
+	adminAddr := p.AdminAddr()
+	token := p.AdminToken()
+	require.Regexp(t, `^[0-9a-f]{64}$`, token)
+	fi, err := os.Stat(admintoken.Path(dir + "/data"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	require.Contains(t, p.Log(), `msg="admin token" source=file`)
+	require.NotContains(t, p.Log(), token, "the token is never logged")
+
+	for _, path := range []string{"/admin/v1/dead-letters", "/debug/pprof/", "/policy", "/healthcheck"} {
+		resp, err := http.Get("http://" + adminAddr + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "loopback is no credential: %s", path)
+	}
+
+	list := func(env map[string]string, args ...string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := runWithEnv(append([]string{"admin", "dead-letters", "list", "--target", "http://" + adminAddr}, args...),
+			func(k string) (string, bool) { v, ok := env[k]; return v, ok }, &out, &errOut)
+		return code, out.String() + errOut.String()
+	}
+	code, out := list(nil, "--data-dir", dir+"/data")
+	require.Equal(t, 0, code, out)
+	code, out = list(map[string]string{"ANCHORD_DATA_DIR": dir + "/data"})
+	require.Equal(t, 0, code, out)
+	code, out = list(nil, "--data-dir", t.TempDir())
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "401 unauthorized: the admin API needs its token")
+	code, out = list(nil, "--data-dir", dir+"/data", "--admin-token", "wrong")
+	require.Equal(t, 1, code, "a token given wins over the file")
+	require.Contains(t, out, "401 unauthorized")
+
+	p.Signal(syscall.SIGTERM)
+	_, err = p.Wait(30 * time.Second)
+	require.NoError(t, err)
+	p = anchordtest.StartProcess(t, anchordtest.ProcessConfig{Args: args, Dir: dir, Addr: addr})
+	p.WaitHealthy(30 * time.Second)
+	require.Equal(t, token, p.AdminToken(), "a restart keeps the token")
+	require.Contains(t, p.Log(), `created=false`)
 }

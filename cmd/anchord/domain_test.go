@@ -90,7 +90,9 @@ func (d *relayDomain) process() *anchordtest.Process {
 // admin runs `anchord admin …` against the domain's admin listener.
 func (d *relayDomain) admin(args ...string) string {
 	d.t.Helper()
-	cmd := exec.Command(anchordtest.Binary(d.t), append(append([]string{"admin"}, args...), "--target", "http://"+d.process().AdminAddr())...)
+	p := d.process()
+	cmd := exec.Command(anchordtest.Binary(d.t), append(append([]string{"admin"}, args...), "--target", "http://"+p.AdminAddr())...)
+	cmd.Env = append(os.Environ(), "ANCHORD_ADMIN_TOKEN="+p.AdminToken())
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	require.NoError(d.t, cmd.Run(), "anchord admin %v: %s", args, errOut.String())

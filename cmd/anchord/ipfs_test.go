@@ -140,7 +140,7 @@ func TestIPFSHoldsEveryBatchFile(t *testing.T) {
 	// A wiped node is refilled by pin-missing.
 	node.Wipe()
 	var out, errOut bytes.Buffer
-	code := runWithEnv([]string{"admin", "cas", "pin-missing", "--target", "http://" + p.AdminAddr()}, func(string) (string, bool) { return "", false }, &out, &errOut)
+	code := runWithEnv([]string{"admin", "cas", "pin-missing", "--target", "http://" + p.AdminAddr(), "--admin-token", p.AdminToken()}, func(string) (string, bool) { return "", false }, &out, &errOut)
 	require.Equal(t, 0, code, errOut.String())
 	var queued int
 	_, err = fmt.Sscanf(out.String(), "queued %d files", &queued)

@@ -135,7 +135,7 @@ func TestOrbInterop(t *testing.T) {
 	orb := "http://127.0.0.1/services/orb"
 	cli := func(args ...string) string {
 		var out, errOut bytes.Buffer
-		code := runWithEnv(append(append([]string{"admin"}, args...), "--target", admin), func(string) (string, bool) { return "", false }, &out, &errOut)
+		code := runWithEnv(append(append([]string{"admin"}, args...), "--target", admin, "--admin-token", p.AdminToken()), func(string) (string, bool) { return "", false }, &out, &errOut)
 		require.Equal(t, 0, code, errOut.String())
 		return out.String()
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -30,9 +31,14 @@ var witnessTiming = []string{
 }
 
 // invite makes d invite each of witnesses through the admin CLI and waits for their Accepts.
+// An anchord witness lists d first (--invite-witness-auth-policy is accept-list by default);
+// an Orb witness accepts every invitation by its own default.
 func (d *relayDomain) invite(witnesses ...*relayDomain) {
 	d.t.Helper()
 	for _, w := range witnesses {
+		if w.process() != nil {
+			require.Contains(d.t, w.admin("acceptlist", "add", "--type", "invite-witness", d.actor), d.actor)
+		}
 		require.Contains(d.t, d.admin("witness", "add", w.actor), w.actor)
 	}
 	anchordtest.Eventually(d.t, 30*time.Second, 100*time.Millisecond, func() bool {
@@ -352,4 +358,5 @@ func TestLogRequiredCountsOnlyWitnessesWithALog(t *testing.T) {
 		lines := strings.Split(string(body), "\n")
 		return len(lines) > 1 && lines[1] == fmt.Sprint(len(anchors))
 	}, "B's log holds one credential per anchor")
+	requirePrivateTree(t, filepath.Join(b.dir, "log"))
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -54,6 +55,26 @@ func (d *relayDomain) actorKey() ed25519.PublicKey {
 	pub, err := httpsig.DecodePublicKeyPEM(a.PublicKey.PublicKeyPem)
 	require.NoError(d.t, err)
 	return pub
+}
+
+// requirePrivateTree fails unless every directory under root is 0700 and every file 0600: the
+// witness log is the domain's alone, like the rest of its data directory.
+func requirePrivateTree(t *testing.T, root string) {
+	t.Helper()
+	files := 0
+	require.NoError(t, filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		require.NoError(t, err)
+		info, err := d.Info()
+		require.NoError(t, err)
+		if d.IsDir() {
+			require.Equal(t, fs.FileMode(0o700), info.Mode().Perm(), path)
+		} else {
+			files++
+			require.Equal(t, fs.FileMode(0o600), info.Mode().Perm(), path)
+		}
+		return nil
+	}))
+	require.Positive(t, files, "the log has files under %s", root)
 }
 
 // appendOffline appends entries to a stopped domain's witness log, as its witness would have,
@@ -130,6 +151,8 @@ func TestWitnessLogServesCheckpointsSignedWithTheDomainKey(t *testing.T) {
 	}
 	require.Equal(t, []uint64{0, 1, 2, 3, 4}, d.appendOffline(key, entries...))
 	d.start()
+	// Written by this test's process, 0644 and 0755; the daemon tightened them as it opened.
+	requirePrivateTree(t, filepath.Join(d.dir, "log"))
 
 	cp, _, _, err = client.FetchCheckpoint(ctx, fetcher.ReadCheckpoint, verifier, origin)
 	require.NoError(t, err, "the checkpoint verifies with the actor's key")

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -31,6 +32,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/anchord/anchord/internal/admintoken"
 	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/param"
 )
@@ -39,24 +41,49 @@ import (
 const (
 	// TargetDefault is the admin listener of an anchord started with the defaults.
 	TargetDefault = "http://127.0.0.1:8081"
-	LimitDefault  = 100
+	// DataDirDefault is serve's --data-dir default, where a server given no --admin-token
+	// keeps the one it made.
+	DataDirDefault = "./data"
+	LimitDefault   = 100
 )
 
 type options struct {
-	Target string
-	Token  string
-	Kind   string
-	After  int64
-	Limit  int
-	JSON   bool
+	Target  string
+	Token   string
+	DataDir string
+	Kind    string
+	After   int64
+	Limit   int
+	JSON    bool
 }
 
 // commonParams are the parameters of every admin command: where, and with which token.
 func (o *options) commonParams() []param.Param {
 	return []param.Param{
 		param.String(&o.Target, "target", "base URL of the admin listener (--admin-addr) of the anchord to administer"),
-		param.Secret(&o.Token, "admin-token", "bearer token of the admin API, if the server requires one"),
+		param.Secret(&o.Token, "admin-token", "bearer token of the admin API; empty: the one the server keeps in --data-dir"),
+		param.String(&o.DataDir, "data-dir", "the server's --data-dir, where it keeps the admin token it made when it was given none"),
 	}
+}
+
+// newClient returns the client of the admin API at o.Target with the token: --admin-token (or
+// ANCHORD_ADMIN_TOKEN), else the one the server keeps in --data-dir. With neither, requests go
+// without one and the server's 401 says so.
+func (o *options) newClient(timeout time.Duration) (*client, error) {
+	c := &client{base: strings.TrimRight(o.Target, "/"), token: o.Token, http: &http.Client{Timeout: timeout}}
+	if c.token != "" {
+		return c, nil
+	}
+	token, err := admintoken.Read(o.DataDir)
+	switch {
+	case err == nil:
+		c.token = token
+	case errors.Is(err, fs.ErrNotExist):
+		c.noToken = "no --admin-token, no ANCHORD_ADMIN_TOKEN and no " + admintoken.Path(o.DataDir)
+	default:
+		return nil, err
+	}
+	return c, nil
 }
 
 func (o *options) params() []param.Param {
@@ -82,7 +109,8 @@ const usage = `Usage:
   anchord admin acceptlist list [--type T] [--json]
   anchord admin policy get                       the witness policy ('' is the default: every witness)
   anchord admin policy set 'POLICY'              e.g. 'OutOf(1,system)'; '' sets the default back
-Common parameters: --target URL (ANCHORD_TARGET), --admin-token TOKEN (ANCHORD_ADMIN_TOKEN).
+Common parameters: --target URL (ANCHORD_TARGET), --admin-token TOKEN (ANCHORD_ADMIN_TOKEN),
+--data-dir DIR (ANCHORD_DATA_DIR): without a token, the one the server keeps in DIR/admin-token.
 `
 
 // Run executes `anchord admin …` and returns the process exit code.
@@ -102,7 +130,7 @@ func Run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 		return 2
 	}
 	verb := args[1]
-	o := options{Target: TargetDefault, Limit: LimitDefault}
+	o := options{Target: TargetDefault, DataDir: DataDirDefault, Limit: LimitDefault}
 	var ids []string
 	rest := args[2:]
 	for len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
@@ -115,9 +143,12 @@ func Run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 		fmt.Fprintf(stderr, "anchord admin: %v\n", err)
 		return 2
 	}
-	c := &client{base: strings.TrimRight(o.Target, "/"), token: o.Token, http: &http.Client{Timeout: 30 * time.Second}}
+	c, err := o.newClient(30 * time.Second)
+	if err != nil {
+		fmt.Fprintf(stderr, "anchord admin: %v\n", err)
+		return 1
+	}
 	ctx := context.Background()
-	var err error
 	switch verb {
 	case "list":
 		err = c.list(ctx, o, stdout)
@@ -141,7 +172,9 @@ func Run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 type client struct {
 	base  string
 	token string
-	http  *http.Client
+	// noToken says where no token was found, for the message of a 401.
+	noToken string
+	http    *http.Client
 }
 
 func (c *client) do(ctx context.Context, method, path string) ([]byte, error) {
@@ -181,6 +214,10 @@ func (c *client) exchange(ctx context.Context, method, path, contentType string,
 	out, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, err
+	}
+	if resp.StatusCode == http.StatusUnauthorized && c.noToken != "" {
+		return nil, fmt.Errorf("%s %s: %d unauthorized: the admin API needs its token (%s; run where the server's data directory is, or give --data-dir)",
+			method, path, resp.StatusCode, c.noToken)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var eb httpapi.ErrorBody

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/anchord/anchord/internal/param"
@@ -19,7 +18,7 @@ func runCAS(verb string, args []string, lookupEnv func(string) (string, bool), s
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	o := options{Target: TargetDefault}
+	o := options{Target: TargetDefault, DataDir: DataDirDefault}
 	if err := param.Parse("admin cas "+verb, args, lookupEnv, o.commonParams(), stdout); err != nil {
 		if errors.Is(err, param.ErrHelp) {
 			return 0
@@ -27,7 +26,11 @@ func runCAS(verb string, args []string, lookupEnv func(string) (string, bool), s
 		fmt.Fprintf(stderr, "anchord admin: %v\n", err)
 		return 2
 	}
-	c := &client{base: strings.TrimRight(o.Target, "/"), token: o.Token, http: &http.Client{Timeout: 10 * time.Minute}}
+	c, err := o.newClient(10 * time.Minute)
+	if err != nil {
+		fmt.Fprintf(stderr, "anchord admin: %v\n", err)
+		return 1
+	}
 	body, err := c.do(context.Background(), http.MethodPost, "/admin/v1/cas/pin-missing")
 	if err != nil {
 		fmt.Fprintf(stderr, "anchord admin: %v\n", err)

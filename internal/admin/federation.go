@@ -25,7 +25,7 @@ type federationOptions struct {
 // runFederation executes `anchord admin follow|followers|witness|witnessing|acceptlist <verb>
 // [ACTOR] [params]`.
 func runFederation(noun, verb string, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
-	o := federationOptions{options: options{Target: TargetDefault}}
+	o := federationOptions{options: options{Target: TargetDefault, DataDir: DataDirDefault}}
 	// Actors may come before or after the parameters: take out every argument that is neither
 	// a parameter nor the value of one (--json and --help take none).
 	var actors, rest []string
@@ -54,7 +54,11 @@ func runFederation(noun, verb string, args []string, lookupEnv func(string) (str
 		fmt.Fprintf(stderr, "anchord admin: %v\n", err)
 		return 2
 	}
-	c := &client{base: strings.TrimRight(o.Target, "/"), token: o.Token, http: &http.Client{Timeout: 30 * time.Second}}
+	c, err := o.newClient(30 * time.Second)
+	if err != nil {
+		fmt.Fprintf(stderr, "anchord admin: %v\n", err)
+		return 1
+	}
 	ctx := context.Background()
 	needsActor := verb == "add" || verb == "remove" || (noun == "witness" && verb == "invite")
 	switch {
@@ -68,7 +72,6 @@ func runFederation(noun, verb string, args []string, lookupEnv func(string) (str
 		fmt.Fprintf(stderr, "anchord admin: acceptlist %s needs --type follow or --type invite-witness\n", verb)
 		return 2
 	}
-	var err error
 	switch noun + " " + verb {
 	case "follow add":
 		err = c.request(ctx, "/admin/v1/following", "following", actors[0], stdout)

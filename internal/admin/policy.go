@@ -17,7 +17,7 @@ const policyPath = "/admin/v1/policy"
 
 // runPolicy executes `anchord admin policy get|set [POLICY] [params]`.
 func runPolicy(verb string, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
-	o := options{Target: TargetDefault}
+	o := options{Target: TargetDefault, DataDir: DataDirDefault}
 	// The policy may come before or after the parameters; every parameter here takes a value
 	// except --help. A policy never starts with "-".
 	var texts, rest []string
@@ -53,9 +53,12 @@ func runPolicy(verb string, args []string, lookupEnv func(string) (string, bool)
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	c := &client{base: strings.TrimRight(o.Target, "/"), token: o.Token, http: &http.Client{Timeout: 30 * time.Second}}
+	c, err := o.newClient(30 * time.Second)
+	if err != nil {
+		fmt.Fprintf(stderr, "anchord admin: %v\n", err)
+		return 1
+	}
 	var body []byte
-	var err error
 	if verb == "get" {
 		body, err = c.do(context.Background(), http.MethodGet, policyPath)
 	} else {

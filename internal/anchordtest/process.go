@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/admintoken"
 )
 
 var (
@@ -80,6 +82,7 @@ func FreePorts(tb testing.TB, n int) []int {
 type Process struct {
 	tb   testing.TB
 	cmd  *exec.Cmd
+	args []string
 	Addr string
 	log  *SyncBuffer
 	done chan struct{}
@@ -114,7 +117,7 @@ func StartProcess(tb testing.TB, cfg ProcessConfig) *Process {
 	cmd.Stderr = log
 	cmd.Stdout = log
 	require.NoError(tb, cmd.Start())
-	p := &Process{tb: tb, cmd: cmd, Addr: cfg.Addr, log: log, done: make(chan struct{})}
+	p := &Process{tb: tb, cmd: cmd, args: args, Addr: cfg.Addr, log: log, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
@@ -148,6 +151,40 @@ func (p *Process) AdminAddr() string {
 		return addr != ""
 	}, "the process logs its admin listener")
 	return addr
+}
+
+// AdminToken returns the token of the process's admin listener: its --admin-token, or the one
+// it keeps in its data directory (--data-dir, relative to its working directory, or ./data).
+// Like AdminAddr, it waits for the admin listener, which serves only once the token exists.
+func (p *Process) AdminToken() string {
+	p.tb.Helper()
+	if v, ok := argValue(p.args, "--admin-token"); ok {
+		return v
+	}
+	p.AdminAddr()
+	dir, ok := argValue(p.args, "--data-dir")
+	if !ok {
+		dir = "data"
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(p.cmd.Dir, dir)
+	}
+	token, err := admintoken.Read(dir)
+	require.NoError(p.tb, err, "the admin token the process keeps")
+	return token
+}
+
+// argValue returns the value of a parameter in args, given as "--name value" or "--name=value".
+func argValue(args []string, name string) (string, bool) {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v, true
+		}
+		if a == name && i+1 < len(args) {
+			return args[i+1], true
+		}
+	}
+	return "", false
 }
 
 // Log returns everything the process wrote so far.

@@ -162,8 +162,9 @@ type Config struct {
 	// AdminAddr is the listen address of the admin API (/admin/v1) and the profiler
 	// (/debug/pprof); they are never served on HostURL.
 	AdminAddr string
-	// AdminToken, when set, is the bearer token the admin listener requires. Required when
-	// AdminAddr is not a loopback address.
+	// AdminToken is the bearer token every route of the admin listener requires. Empty: the
+	// token kept in DataDir/admin-token, made at the first start. Required (explicitly) when
+	// AdminAddr is not a loopback address, where the operator must carry the token elsewhere.
 	AdminToken string
 	// AuthTokensDef and AuthTokens protect the API routes with bearer tokens per path, as
 	// Orb's --auth-tokens-def and --auth-tokens do (httpapi.ParseTokenAuth).
@@ -226,6 +227,15 @@ type FederationConfig struct {
 	SyncMaxActivities       int
 	// RequestTimeout bounds each request to another domain.
 	RequestTimeout time.Duration
+	// Inbox* bound what other domains may post to the inbox: body caps (anchor activities and
+	// the rest), rates per actor and per domain, and how long a handled activity is kept.
+	InboxMaxAnchorActivityBytes int64
+	InboxMaxActivityBytes       int64
+	InboxActorRateLimit         float64
+	InboxActorRateBurst         int
+	InboxDomainRateLimit        float64
+	InboxDomainRateBurst        int
+	InboxExpiryPeriod           time.Duration
 }
 
 // CosignerConfig configures the domain as a C2SP tlog-witness (docs/design/witness-log.md,
@@ -378,6 +388,14 @@ func Default() Config {
 			SyncMinActivityAge:      federation.SyncMinActivityAgeDefault,
 			SyncMaxActivities:       federation.SyncMaxActivitiesDefault,
 			RequestTimeout:          peer.TimeoutDefault,
+
+			InboxMaxAnchorActivityBytes: federation.MaxInboxBytesDefault,
+			InboxMaxActivityBytes:       federation.MaxSmallInboxBytesDefault,
+			InboxActorRateLimit:         federation.InboxActorRateDefault,
+			InboxActorRateBurst:         federation.InboxActorBurstDefault,
+			InboxDomainRateLimit:        federation.InboxDomainRateDefault,
+			InboxDomainRateBurst:        federation.InboxDomainBurstDefault,
+			InboxExpiryPeriod:           federation.InboxKeepDefault,
 		},
 		Witness: WitnessConfig{
 			MaxWitnessDelay: witness.MaxWitnessDelayDefault,
@@ -455,7 +473,7 @@ var logGroups = []struct {
 	{"broker", []string{"mq-"}},
 	{"tasks", []string{"task-manager-", "data-expiry-"}},
 	{"anchoring", []string{"anchor-", "ledger-", "submitter-"}},
-	{"federation", []string{"external-endpoint", "activitypub-", "max-clock-skew", "follow-auth-", "invite-witness-", "sync-", "peer-"}},
+	{"federation", []string{"external-endpoint", "activitypub-", "max-clock-skew", "follow-auth-", "invite-witness-", "sync-", "peer-", "inbox-"}},
 	{"witness-log", []string{"witness-log", "tlog-witness"}},
 }
 

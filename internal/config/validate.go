@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/anchord/anchord/internal/admintoken"
 	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/secret"
@@ -26,6 +27,11 @@ func (c *Config) Validate() error {
 	}
 	if !isLoopback(c.AdminAddr) && c.AdminToken == "" {
 		return &ParamError{Param: "admin-addr", Value: c.AdminAddr, Err: fmt.Errorf("the admin API on a non-loopback address needs --admin-token")}
+	}
+	if c.AdminToken != "" {
+		if err := admintoken.Check(c.AdminToken); err != nil {
+			return &ParamError{Param: "admin-token", Value: secret.Redacted, Err: err}
+		}
 	}
 	if _, err := httpapi.ParseTokenAuth(c.AuthTokensDef, c.AuthTokens); err != nil {
 		return &ParamError{Param: "auth-tokens-def", Value: c.AuthTokensDef, Err: err}
@@ -237,10 +243,23 @@ func (c *Config) validateFederation() error {
 			return &ParamError{Param: p.name, Value: p.v, Err: fmt.Errorf("must be %s or %s", federation.PolicyAcceptAll, federation.PolicyAcceptList)}
 		}
 	}
+	if f.InboxMaxActivityBytes < 1024 || f.InboxMaxAnchorActivityBytes < f.InboxMaxActivityBytes {
+		return &ParamError{Param: "inbox-max-activity-bytes", Value: fmt.Sprint(f.InboxMaxActivityBytes),
+			Err: fmt.Errorf("must be at least 1024 and at most --inbox-max-anchor-activity-bytes (%d)", f.InboxMaxAnchorActivityBytes)}
+	}
+	for _, r := range []struct {
+		name string
+		v    float64
+	}{{"inbox-actor-rate-limit", f.InboxActorRateLimit}, {"inbox-domain-rate-limit", f.InboxDomainRateLimit}} {
+		if r.v <= 0 || math.IsNaN(r.v) || math.IsInf(r.v, 0) {
+			return &ParamError{Param: r.name, Value: fmt.Sprint(r.v), Err: fmt.Errorf("must be a positive number")}
+		}
+	}
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"activitypub-page-size", f.PageSize}, {"sync-max-activities", f.SyncMaxActivities}} {
+	}{{"activitypub-page-size", f.PageSize}, {"sync-max-activities", f.SyncMaxActivities},
+		{"inbox-actor-rate-burst", f.InboxActorRateBurst}, {"inbox-domain-rate-burst", f.InboxDomainRateBurst}} {
 		if n.v < 1 {
 			return &ParamError{Param: n.name, Value: fmt.Sprint(n.v), Err: fmt.Errorf("must be at least 1")}
 		}
@@ -249,7 +268,7 @@ func (c *Config) validateFederation() error {
 		name string
 		v    time.Duration
 	}{{"max-clock-skew", f.MaxClockSkew}, {"sync-interval", f.SyncInterval}, {"sync-accelerated-interval", f.SyncAcceleratedInterval},
-		{"sync-min-activity-age", f.SyncMinActivityAge}, {"peer-request-timeout", f.RequestTimeout}} {
+		{"sync-min-activity-age", f.SyncMinActivityAge}, {"peer-request-timeout", f.RequestTimeout}, {"inbox-expiry-period", f.InboxExpiryPeriod}} {
 		if d.v <= 0 {
 			return &ParamError{Param: d.name, Value: d.v.String(), Err: fmt.Errorf("must be positive")}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/anchord/anchord/internal/admintoken"
 	"github.com/anchord/anchord/internal/cas"
 	"github.com/anchord/anchord/internal/config"
 	"github.com/anchord/anchord/internal/deadletter"
@@ -59,6 +60,9 @@ type core struct {
 	bodyLimits map[string]int64
 	// apiLn and adminLn are bound before any shape is assembled (listen).
 	apiLn, adminLn net.Listener
+	// adminToken guards every route of the admin listener: --admin-token, or the one kept in
+	// the data directory (listen).
+	adminToken string
 	// witnessLog is the domain's witness log (--witness-log), nil when it keeps none: the
 	// witness appends each credential it signs before it answers. Opened by the federation's
 	// assembly, which advertises it.
@@ -159,6 +163,26 @@ func (c *core) listen() error {
 		return fmt.Errorf("--admin-addr: %w", err)
 	}
 	c.sup.onStop(StageHTTP, "admin-listener", func() { _ = c.adminLn.Close() })
+	return c.loadAdminToken()
+}
+
+// loadAdminToken takes --admin-token, or else the token kept in the data directory, made at the
+// first start: loopback is no credential, since anything on the host (another user, a process
+// a peer's request tricked into calling it) reaches it. It runs once the ports are bound, so a
+// start that fails on a busy port leaves no token behind. The token itself is never logged.
+func (c *core) loadAdminToken() error {
+	if c.cfg.AdminToken != "" {
+		c.adminToken = c.cfg.AdminToken
+		c.logger.Info("admin token", "source", "--admin-token")
+		return nil
+	}
+	token, created, err := admintoken.LoadOrCreate(c.cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("--admin-token is not set and the token kept in --data-dir is not usable "+
+			"(set --admin-token or ANCHORD_ADMIN_TOKEN, or fix or delete the file): %w", err)
+	}
+	c.adminToken = token
+	c.logger.Info("admin token", "source", "file", "file", admintoken.Path(c.cfg.DataDir), "created", created)
 	return nil
 }
 
@@ -184,7 +208,7 @@ func (c *core) serve() (*httpapi.Server, error) {
 	admin, err := httpapi.New(httpapi.Config{
 		Listener: c.adminLn, ShutdownTimeout: c.cfg.ShutdownTimeout, HealthTimeout: c.cfg.HealthTimeout,
 		Checks: c.checks, Routes: mountAll(append(c.adminRoutes, httpapi.DebugRoutes)),
-		Guard:  func(h http.Handler) http.Handler { return httpapi.AdminAuth(c.cfg.AdminToken, h) },
+		Guard:  func(h http.Handler) http.Handler { return httpapi.AdminAuth(c.adminToken, h) },
 		Logger: c.log("admin-http"),
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -34,8 +35,13 @@ type Options struct {
 }
 
 // Run builds anchord from cfg and runs it until ctx is done, then shuts down in order. It
-// returns nil after a clean shutdown.
+// returns nil after a clean shutdown. It sets the process's umask to 077: it is the process.
 func Run(ctx context.Context, cfg config.Config, opts Options) error {
+	// Whatever anchord creates is its own: the data directory, the database, the admin token,
+	// and the witness log, whose files tessera creates 0644 (and directories 0755) as it goes,
+	// where a chmod after each would leave a window and need to know every file. Files are
+	// created with explicit modes where anchord makes them; this covers the libraries' too.
+	syscall.Umask(0o077)
 	logger := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	if opts.Build == (buildinfo.Info{}) {
 		opts.Build = buildinfo.Read("", "")

@@ -38,7 +38,10 @@ func (c *core) federation(ctx context.Context) (*federation.Service, error) {
 	c.sup.onStop(StageWriters, "peer-client", client.Close)
 	svc, err := federation.New(federation.Config{
 		ExternalEndpoint: endpoint, Key: key, InstanceID: c.instanceID,
-		PageSize: f.PageSize, MaxClockSkew: f.MaxClockSkew, MaxInboxBytes: federation.MaxInboxBytesDefault,
+		PageSize: f.PageSize, MaxClockSkew: f.MaxClockSkew,
+		MaxInboxBytes: f.InboxMaxAnchorActivityBytes, MaxSmallInboxBytes: f.InboxMaxActivityBytes,
+		InboxActorRate: f.InboxActorRateLimit, InboxActorBurst: f.InboxActorRateBurst,
+		InboxDomainRate: f.InboxDomainRateLimit, InboxDomainBurst: f.InboxDomainRateBurst, InboxKeep: f.InboxExpiryPeriod,
 		FollowAuthPolicy: f.FollowAuthPolicy, InviteWitnessAuthPolicy: f.InviteWitnessAuthPolicy,
 		Redelivery:   c.cfg.Redelivery(),
 		SyncInterval: f.SyncInterval, SyncAcceleratedInterval: f.SyncAcceleratedInterval,
@@ -55,10 +58,13 @@ func (c *core) federation(ctx context.Context) (*federation.Service, error) {
 	// The explorer's federation view reads the relationships and deliveries.
 	c.federationView = svc
 	c.adminRoutes = append(c.adminRoutes, svc.AdminRoutes())
-	c.bodyLimits[federation.InboxPath()] = federation.MaxInboxBytesDefault
+	c.bodyLimits[federation.InboxPath()] = f.InboxMaxAnchorActivityBytes
 	c.retry[store.DeadLetterActivity] = svc.RetryDeadLetter
-	if err := c.expiry.Register(expiry.Disposable("ap_deliveries", "expires_at")); err != nil {
-		return nil, err
+	// Delivered deliveries, and inbox activities handled longer ago than --inbox-expiry-period.
+	for _, table := range []string{"ap_deliveries", "ap_inbox"} {
+		if err := c.expiry.Register(expiry.Disposable(table, "expires_at")); err != nil {
+			return nil, err
+		}
 	}
 	syncer := svc.Syncer()
 	if err := c.tasks.Register(taskmgr.Task{

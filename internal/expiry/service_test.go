@@ -152,6 +152,50 @@ func TestDisposableRowsDeletedInBoundedBatches(t *testing.T) {
 	}
 }
 
+// TestHandledInboxActivitiesExpire: registered as the daemon registers it, ap_inbox loses the
+// activities handled longer ago than their retention, and keeps the rest (queued, parked, or
+// handled recently).
+func TestHandledInboxActivitiesExpire(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		b := setup(t, st)
+		require.NoError(t, b.svc.Register(Disposable("ap_inbox", "expires_at")))
+		for _, id := range []string{"old", "recent", "queued", "parked"} {
+			_, ok, err := st.ActivityInboxInsert(ctx, store.ActivityInboxInsertParams{ActivityID: "https://b.example/activities/" + id,
+				Actor: "https://b.example/x", From: "https://b.example/x", Type: "Like", Body: []byte("{}"), Source: store.InboxSourceLive})
+			require.NoError(t, err)
+			require.True(t, ok)
+		}
+		rows, err := st.ActivityInboxClaim(ctx, store.ActivityClaimParams{Owner: "p", Limit: 10, TTL: time.Hour})
+		require.NoError(t, err)
+		require.Len(t, rows, 4)
+		for _, r := range rows {
+			switch r.ActivityID {
+			case "https://b.example/activities/old":
+				require.NoError(t, st.ActivityInboxComplete(ctx, store.ActivityCompleteParams{Claim: r.Claim(), Keep: time.Microsecond}))
+			case "https://b.example/activities/recent":
+				require.NoError(t, st.ActivityInboxComplete(ctx, store.ActivityCompleteParams{Claim: r.Claim(), Keep: time.Hour}))
+			case "https://b.example/activities/queued":
+				require.NoError(t, st.ActivityInboxRetry(ctx, store.ActivityRetryParams{Claim: r.Claim(), Error: "e", Backoff: time.Hour}))
+			default:
+				require.NoError(t, st.ActivityInboxPark(ctx, store.ActivityRetryParams{Claim: r.Claim(), Error: "e"}))
+			}
+		}
+		res, err := b.svc.runOnce(ctx, b.startRun(t))
+		require.NoError(t, err)
+		require.Equal(t, int64(1), res.Tables["ap_inbox"].Removed)
+		left, err := st.ActivityInboxList(ctx, store.ActivityPageParams{Limit: 100})
+		require.NoError(t, err)
+		var ids []string
+		for _, r := range left {
+			ids = append(ids, r.ActivityID)
+		}
+		require.ElementsMatch(t, []string{"https://b.example/activities/recent", "https://b.example/activities/queued",
+			"https://b.example/activities/parked"}, ids)
+	})
+}
+
 func TestRegisterRefusesDurableTablesOddNamesAndDuplicates(t *testing.T) {
 	t.Parallel()
 	b := setup(t, storetest.Open(t, storetest.SQLiteOpener(t)))

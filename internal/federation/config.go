@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/url"
 	"strings"
 	"time"
@@ -25,11 +26,40 @@ const (
 	MaxClockSkewDefault = time.Minute
 	// FollowAuthPolicyDefault is --follow-auth-policy: whom we accept as followers.
 	FollowAuthPolicyDefault = PolicyAcceptAll
-	// InviteWitnessAuthPolicyDefault is --invite-witness-auth-policy.
-	InviteWitnessAuthPolicyDefault = PolicyAcceptAll
-	// MaxInboxBytesDefault bounds an activity posted to the inbox: an anchor's Create carries
-	// its linkset as data URIs, one item per operation of the batch.
+	// InviteWitnessAuthPolicyDefault is --invite-witness-auth-policy: accept-list, where Orb's
+	// is accept-all. A domain we witness for has us sign a proof for each of its anchors and,
+	// with a witness log, append each credential to a log that is never pruned: under accept-all
+	// any domain could spend our CPU and our disk for as long as it likes (the inbox's rates
+	// bound how fast, not how much). A follower only reads what is public, so Follow stays
+	// accept-all.
+	InviteWitnessAuthPolicyDefault = PolicyAcceptList
+	// MaxInboxBytesDefault is --inbox-max-anchor-activity-bytes: it bounds the activities that
+	// carry an anchor (Create, Announce, Offer), whose linkset lists one item per operation of
+	// the batch as data URIs, and so every body the inbox reads.
 	MaxInboxBytesDefault = activity.MaxActivityBytesDefault
+	// MaxSmallInboxBytesDefault is --inbox-max-activity-bytes: it bounds every other activity
+	// (Follow, Invite, Accept, Reject, Undo, Like), which names or embeds a few small objects;
+	// the largest, an Accept of an Offer with its proof, is about 2 KB.
+	MaxSmallInboxBytesDefault = 64 << 10
+	// InboxActorRateDefault and InboxActorBurstDefault are --inbox-actor-rate-limit and
+	// --inbox-actor-rate-burst: activities one actor may post per second, and at once. A domain
+	// posts about one activity per anchor to each peer (a Create, an Offer, an Accept, a Like),
+	// so ten a second is far above what a batch writer makes; the burst takes a peer's backlog
+	// after an outage.
+	InboxActorRateDefault  = 10.0
+	InboxActorBurstDefault = 100
+	// InboxDomainRateDefault and InboxDomainBurstDefault are --inbox-domain-rate-limit and
+	// --inbox-domain-rate-burst: the same for all the actors of one domain (scheme, host and
+	// port) together, so that a domain cannot multiply its share by naming more actors.
+	InboxDomainRateDefault  = 20.0
+	InboxDomainBurstDefault = 200
+	// InboxKeepDefault is --inbox-expiry-period: how long a handled inbox activity is kept before
+	// the data-expiry task deletes it (a peer's activity sync reading our inbox from further
+	// back misses it).
+	InboxKeepDefault = 7 * 24 * time.Hour
+	// AnswerIntervalDefault is the least time between two Accepts of one peer's repeated Follow
+	// (or Invite): a repeat sooner is recorded and not answered again.
+	AnswerIntervalDefault = 10 * time.Minute
 	// PollIntervalDefault is how often the deliverer and the inbox processor look for due work
 	// that no wake-up announced (retries coming due, a lost wake-up in a cluster).
 	PollIntervalDefault = 2 * time.Second
@@ -82,7 +112,21 @@ type Config struct {
 	MaxClockSkew            time.Duration
 	FollowAuthPolicy        string
 	InviteWitnessAuthPolicy string
-	MaxInboxBytes           int64
+	// MaxInboxBytes bounds Create, Announce and Offer bodies, and so every body the inbox reads;
+	// MaxSmallInboxBytes every other activity type's.
+	MaxInboxBytes      int64
+	MaxSmallInboxBytes int64
+	// InboxActor* and InboxDomain* are the inbox's rates per actor and per domain (token buckets,
+	// per instance); beyond them the inbox answers 429 with Retry-After.
+	InboxActorRate   float64
+	InboxActorBurst  int
+	InboxDomainRate  float64
+	InboxDomainBurst int
+	// InboxKeep is how long a handled inbox row is kept before expiry deletes it.
+	InboxKeep time.Duration
+	// AnswerInterval is the least time between two answers to one peer's repeated Follow or
+	// Invite.
+	AnswerInterval time.Duration
 
 	// Redelivery is the retry schedule of deliveries and inbox handlers (--mq-redelivery-*):
 	// after MaxAttempts failed attempts the item is parked as a dead letter of kind activity.
@@ -120,6 +164,13 @@ func (c Config) withDefaults() Config {
 	c.FollowAuthPolicy = cmp.Or(c.FollowAuthPolicy, FollowAuthPolicyDefault)
 	c.InviteWitnessAuthPolicy = cmp.Or(c.InviteWitnessAuthPolicy, InviteWitnessAuthPolicyDefault)
 	c.MaxInboxBytes = cmp.Or(c.MaxInboxBytes, MaxInboxBytesDefault)
+	c.MaxSmallInboxBytes = cmp.Or(c.MaxSmallInboxBytes, min(MaxSmallInboxBytesDefault, c.MaxInboxBytes))
+	c.InboxActorRate = cmp.Or(c.InboxActorRate, InboxActorRateDefault)
+	c.InboxActorBurst = cmp.Or(c.InboxActorBurst, InboxActorBurstDefault)
+	c.InboxDomainRate = cmp.Or(c.InboxDomainRate, InboxDomainRateDefault)
+	c.InboxDomainBurst = cmp.Or(c.InboxDomainBurst, InboxDomainBurstDefault)
+	c.InboxKeep = cmp.Or(c.InboxKeep, InboxKeepDefault)
+	c.AnswerInterval = cmp.Or(c.AnswerInterval, AnswerIntervalDefault)
 	c.Redelivery = c.Redelivery.WithDefaults()
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
 	c.DeliveryConcurrency = cmp.Or(c.DeliveryConcurrency, DeliveryConcurrencyDefault)
@@ -172,8 +223,22 @@ func (c Config) validate() error {
 			return fmt.Errorf("%s %s: must be positive", name, d)
 		}
 	}
-	if c.MaxInboxBytes < 1024 {
-		return fmt.Errorf("max inbox bytes %d: must be at least 1024", c.MaxInboxBytes)
+	if c.MaxInboxBytes < 1024 || c.MaxSmallInboxBytes < 1024 || c.MaxSmallInboxBytes > c.MaxInboxBytes {
+		return fmt.Errorf("max inbox bytes %d and %d (small activities): must be at least 1024, the second at most the first",
+			c.MaxInboxBytes, c.MaxSmallInboxBytes)
+	}
+	for name, r := range map[string]float64{"inbox actor rate": c.InboxActorRate, "inbox domain rate": c.InboxDomainRate} {
+		if r <= 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+			return fmt.Errorf("%s %v: must be a positive number", name, r)
+		}
+	}
+	for name, b := range map[string]int{"inbox actor burst": c.InboxActorBurst, "inbox domain burst": c.InboxDomainBurst} {
+		if b < 1 {
+			return fmt.Errorf("%s %d: must be at least 1", name, b)
+		}
+	}
+	if c.InboxKeep <= 0 || c.AnswerInterval <= 0 {
+		return fmt.Errorf("inbox keep %s and answer interval %s: must be positive", c.InboxKeep, c.AnswerInterval)
 	}
 	return nil
 }

@@ -24,24 +24,31 @@
 //
 // # Inbox checks, in order
 //
-//  1. HTTP signature (package httpsig): missing, malformed, stale, replayed, by an unknown
-//     key or not verifying → 401; the signer's key could not be fetched → 503; body over
-//     MaxInboxBytes → 413.
-//  2. The activity's actor must own the signing key → 401.
-//  3. The activity parses within the activity limits → 400.
-//  4. Its id is on its actor's host (scheme and host) → 400 otherwise: activities are known by
+//  1. Body cap (inbox.go): over MaxInboxBytes, or over its type's cap (the type read from the
+//     top-level member alone) → 413, before any signature work.
+//  2. HTTP signature (package httpsig): missing, malformed, stale, replayed, by an unknown
+//     key or not verifying → 401; the signer's key could not be fetched → 503.
+//  3. Quota: the signer's and its domain's token buckets → 429 with Retry-After.
+//  4. The activity parses within the activity limits (and its type's cap) → 400 (413).
+//  5. The activity's actor must own the signing key → 401.
+//  6. Its id is on its actor's host (scheme and host) → 400 otherwise: activities are known by
 //     id, and an id on another domain's host would let one domain take another's (the activity
 //     sync skips such items too).
-//  5. Its handler's Authorize: 403 for an actor that may not do this, 400 for a malformed
-//     request (a Follow of someone else, an Undo of nothing).
+//  7. Its handler's Authorize: 403 for an actor that may not do this (only Follow and Invite
+//     are taken from a domain we have nothing with), 400 for a malformed request (a Follow of
+//     someone else), 202 and nothing stored for a stranger's Like.
+//
+// Every refusal's body is {code, message} in words of this package; the error goes to the
+// debug log. Handled rows are deleted InboxKeep after they were handled.
 //
 // # Relationships
 //
 // following/witness are ours: pending from our Follow/Invite until the peer's Accept (which must
-// embed that very activity, found in our outbox) or Reject. follower/witnessing are the peers':
+// embed that activity, or an earlier one of ours to the same peer, found in our outbox) or
+// Reject (of that very activity). follower/witnessing are the peers':
 // accepted by --follow-auth-policy / --invite-witness-auth-policy (accept-all, or accept-list
 // with the accept lists), ended by the peer's Undo, which must come from the actor of the
-// activity it undoes.
+// activity it undoes. A repeated Follow or Invite is answered at most once per AnswerInterval.
 //
 // # Activity sync
 //

@@ -75,44 +75,56 @@ type keyDocument struct {
 }
 
 // postInbox takes an activity from another domain. The order of the checks is the design's:
-// signature (401), actor = signer (401), body and shape (413, 400), authorization (403); then the
-// activity is stored, and 200 is answered only once that has committed. A copy of an activity
-// already stored is answered 200 and changes nothing.
+// body cap (413, before any signature work), signature (401), quota (429), actor = signer (401),
+// shape (400), authorization (403); then the activity is stored, and 200 is answered only once
+// that has committed. A copy of an activity already stored is answered 200 and changes nothing.
 func (s *Service) postInbox(w http.ResponseWriter, r *http.Request) {
+	body, typ, ok := s.readInbox(w, r)
+	if !ok {
+		return
+	}
 	signer, err := s.verifier.Verify(r)
 	if err != nil {
 		s.refuseSignature(w, r, err)
 		return
 	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		httpapi.WriteError(w, http.StatusBadRequest, "invalid_activity", "the body could not be read")
+	if !s.allowInbox(w, r, typ, signer.Owner) {
 		return
 	}
 	a, err := activity.ParseWithLimits(body, activity.Limits{MaxBytes: int(s.cfg.MaxInboxBytes)})
 	if err != nil {
-		s.refuse(w, r, "", http.StatusBadRequest, "invalid_activity", err)
+		s.refuse(w, r, "", http.StatusBadRequest, "invalid_activity", "the activity does not parse or is not one anchord takes", err)
+		return
+	}
+	if n := s.maxBytes(a.Type); int64(len(body)) > n {
+		// The type read before the signature was another (a repeated or oddly cased member).
+		s.tooLarge(w, r, a.Type, n)
 		return
 	}
 	if a.Actor != signer.Owner {
-		s.refuse(w, r, a.Type, http.StatusUnauthorized, "unauthorized",
+		s.refuse(w, r, a.Type, http.StatusUnauthorized, "unauthorized", "the activity's actor is not the owner of the signing key",
 			errors.New("the activity's actor is not the owner of the signing key"))
 		return
 	}
 	if !sameOrigin(a.ID, a.Actor) {
 		// Activities are recognised by id (a second copy is a no-op, a witness answers an Offer
 		// once): an id on another domain's host would let one domain take another's.
-		s.refuse(w, r, a.Type, http.StatusBadRequest, "invalid_activity", errors.New("the activity's id is not on its actor's host"))
+		s.refuse(w, r, a.Type, http.StatusBadRequest, "invalid_activity", "the activity's id is not on its actor's host",
+			errors.New("the activity's id is not on its actor's host"))
 		return
 	}
 	in := Inbound{Activity: a, Body: body, Actor: a.Actor, From: signer.Owner, Source: SourceLive}
 	if h, ok := s.handler(a.Type); ok && h.Authorize != nil {
 		if err := h.Authorize(r.Context(), in); err != nil {
 			switch {
+			case errors.Is(err, errIgnored):
+				// Taken and dropped: a sender that retries on a refusal would only repeat it.
+				s.m.inbox.WithLabelValues(string(a.Type), "ignored").Inc()
+				w.WriteHeader(http.StatusAccepted)
 			case errors.Is(err, ErrForbidden):
-				s.refuse(w, r, a.Type, http.StatusForbidden, "forbidden", err)
+				s.refuse(w, r, a.Type, http.StatusForbidden, "forbidden", "this actor may not post this "+string(a.Type)+" here", err)
 			case errors.Is(err, activity.ErrInvalid):
-				s.refuse(w, r, a.Type, http.StatusBadRequest, "invalid_activity", err)
+				s.refuse(w, r, a.Type, http.StatusBadRequest, "invalid_activity", "this "+string(a.Type)+" is not one anchord takes", err)
 			default:
 				s.unavailable(w, r, "authorize inbox activity", err)
 			}
@@ -136,26 +148,28 @@ func (s *Service) postInbox(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) refuseSignature(w http.ResponseWriter, r *http.Request, err error) {
+	var tooBig *http.MaxBytesError
 	switch {
 	case errors.Is(err, httpsig.ErrUnauthenticated):
 		w.Header().Set("WWW-Authenticate", `Signature realm="anchord",headers="(request-target) date digest"`)
-		s.refuse(w, r, "", http.StatusUnauthorized, "unauthorized", err)
+		s.refuse(w, r, "", http.StatusUnauthorized, "unauthorized", "the request's HTTP signature is not accepted", err)
 	case errors.Is(err, httpsig.ErrBodyTooLarge):
-		s.refuse(w, r, "", http.StatusRequestEntityTooLarge, "request_too_large", err)
+		s.tooLarge(w, r, "", s.cfg.MaxInboxBytes)
+	case errors.As(err, &tooBig):
+		// A signed GET with a body over the server's limit for its path.
+		s.tooLarge(w, r, "", tooBig.Limit)
 	default:
 		s.unavailable(w, r, "verify signature", err)
 	}
 }
 
-// refuse answers a request we will not take, and says why in the body and the debug log.
-func (s *Service) refuse(w http.ResponseWriter, r *http.Request, t activity.Type, status int, code string, err error) {
-	label := string(t)
-	if label == "" {
-		label = "unknown"
-	}
-	s.m.inbox.WithLabelValues(label, "refused").Inc()
+// refuse answers a request we will not take: the body says why in words of ours (message), never
+// with err, whose text may quote the client's input at length or name what a fetch found; err
+// goes to the debug log.
+func (s *Service) refuse(w http.ResponseWriter, r *http.Request, t activity.Type, status int, code, message string, err error) {
+	s.m.inbox.WithLabelValues(typeLabel(t), "refused").Inc()
 	s.cfg.Logger.DebugContext(r.Context(), "inbox request refused", "status", status, "client", r.RemoteAddr, "error", err)
-	httpapi.WriteError(w, status, code, err.Error())
+	httpapi.WriteError(w, status, code, message)
 }
 
 func (s *Service) unavailable(w http.ResponseWriter, r *http.Request, what string, err error) {
@@ -254,7 +268,7 @@ func (s *Service) getInbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.serveCollection(w, r, s.actor+activity.PathInbox, activity.TypeOrderedCollection,
-		s.st.ActivityInboxCount,
+		s.st.ActivityInboxLastSeq,
 		func(ctx context.Context, offset int64, limit int) ([]*activity.Object, error) {
 			rows, err := s.st.ActivityInboxList(ctx, store.ActivityPageParams{After: offset, Limit: limit})
 			if err != nil {

@@ -29,7 +29,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"outcome"}),
 		inbox: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "anchord_federation_inbox_activities_total",
-			Help: "Inbox activities by type and outcome: received, duplicate, refused (at the inbox); done, retried, parked (by the processor).",
+			Help: "Inbox activities by type (unknown for one not read yet) and outcome: received, duplicate, refused, too_large, rate_limited, ignored (at the inbox); done, retried, parked (by the processor).",
 		}, []string{"type", "outcome"}),
 		syncQueued: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "anchord_federation_sync_queued_activities_total",

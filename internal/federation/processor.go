@@ -124,7 +124,7 @@ func (p *Processor) process(ctx context.Context, row store.InboxActivity) string
 		kind: "inbox", ref: inboxRefPrefix + strconv.FormatInt(row.Seq, 10),
 		what: row.Type + " " + row.ActivityID + " from " + row.From, payload: row.Body, history: row.History,
 		complete: func(ctx context.Context, tx store.Executor, c store.ActivityClaim) error {
-			return tx.ActivityInboxComplete(ctx, store.ActivityCompleteParams{Claim: c})
+			return tx.ActivityInboxComplete(ctx, store.ActivityCompleteParams{Claim: c, Keep: s.cfg.InboxKeep})
 		},
 		retry: func(ctx context.Context, tx store.Executor, rp store.ActivityRetryParams) error {
 			return tx.ActivityInboxRetry(ctx, rp)

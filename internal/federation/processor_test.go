@@ -122,10 +122,20 @@ func TestAnswersOfOtherActivitiesGoToTheirHandler(t *testing.T) {
 	}}))
 	require.Error(t, a.svc.RegisterAnswerHandler(activity.TypeFollow, Handler{Handle: func(context.Context, Inbound) error { return nil }}))
 	a.run(t)
+	// What W answers must be ours and sent to W.
+	ctx := context.Background()
+	offerID, err := a.svc.Post(ctx, &activity.Activity{Type: activity.TypeOffer, To: activity.Strings{w.actor()}, Object: activity.IRIObject("https://x.example/anchor")})
+	require.NoError(t, err)
+	likeID, err := a.svc.Post(ctx, &activity.Activity{Type: activity.TypeLike, To: activity.Strings{w.actor()}, Object: activity.IRIObject("https://x.example/anchor")})
+	require.NoError(t, err)
 	accept := func(id, offerActor string, offerType activity.Type) []byte {
+		answered := offerID
+		if offerType != activity.TypeOffer {
+			answered = likeID
+		}
 		return []byte(fmt.Sprintf(`{"@context":"https://www.w3.org/ns/activitystreams","id":%q,"type":"Accept","actor":%q,"to":%q,
 			"object":{"id":%q,"type":%q,"actor":%q,"object":"https://x.example/anchor"}}`,
-			w.actor()+"/activities/"+id, w.actor(), a.actor(), a.actor()+"/activities/offer", offerType, offerActor))
+			w.actor()+"/activities/"+id, w.actor(), a.actor(), answered, offerType, offerActor))
 	}
 	status, body := send(t, w.signedRequest(t, "POST", a.srv.URL+InboxPath(), accept("1", a.actor(), activity.TypeOffer)))
 	require.Equal(t, 200, status, body)

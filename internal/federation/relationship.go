@@ -19,6 +19,33 @@ func (s *Service) registerBuiltins() {
 	s.handlers[activity.TypeAccept] = Handler{Authorize: s.authorizeAnswer, Handle: s.handleAnswer}
 	s.handlers[activity.TypeReject] = Handler{Authorize: s.authorizeAnswer, Handle: s.handleAnswer}
 	s.handlers[activity.TypeUndo] = Handler{Authorize: s.authorizeUndo, Handle: s.handleUndo}
+	s.handlers[activity.TypeLike] = Handler{Authorize: s.authorizeLike, Handle: func(context.Context, Inbound) error { return nil }}
+}
+
+// authorizeLike takes a Like (it stays in the inbox collection; nothing here acts on it) only
+// from a domain we have a relationship with. Orb posts a Like to an anchor's origin from every
+// domain that processed the anchor, followers of followers included, so a Like from a stranger
+// is not an attack: it is answered 202 and dropped, since a refusal would be retried.
+func (s *Service) authorizeLike(ctx context.Context, in Inbound) error {
+	ok, err := s.related(ctx, in.Actor)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: a Like from %s, with whom we have no relationship", errIgnored, in.Actor)
+	}
+	return nil
+}
+
+// related reports whether we have an accepted relationship of any kind with actor.
+func (s *Service) related(ctx context.Context, actor string) (bool, error) {
+	for _, kind := range []string{store.RelationshipFollower, store.RelationshipFollowing, store.RelationshipWitness, store.RelationshipWitnessing} {
+		ok, err := s.hasRelationship(ctx, kind, actor)
+		if err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
 }
 
 func invalid(format string, args ...any) error {
@@ -47,8 +74,9 @@ func (s *Service) authorizeInvite(_ context.Context, in Inbound) error {
 }
 
 // handleFollow accepts or rejects a follower by --follow-auth-policy. An accepted follower and
-// our Accept are written in one transaction; a Follow from a follower we have is accepted again
-// (the peer may have lost our first Accept).
+// our Accept are written in one transaction. A Follow from a follower we have is accepted again
+// (the peer may have lost our first Accept), but at most once per AnswerInterval: a repeat
+// sooner is recorded as the follower's latest Follow (its Undo must match) and not answered.
 func (s *Service) handleFollow(ctx context.Context, in Inbound) error {
 	return s.answer(ctx, in, store.RelationshipFollower, store.AcceptListFollow, s.cfg.FollowAuthPolicy)
 }
@@ -76,12 +104,17 @@ func (s *Service) answer(ctx context.Context, in Inbound, kind, list, policy str
 	if allowed {
 		reply.Type = activity.TypeAccept
 	}
+	repeat := false
 	err := s.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
 		if allowed {
-			if err := tx.RelationshipUpsert(ctx, store.RelationshipUpsertParams{
-				Kind: kind, Actor: in.Actor, Status: store.RelationshipAccepted, ActivityID: a.ID,
-			}); err != nil {
+			answer, err := tx.RelationshipAnswer(ctx, store.RelationshipAnswerParams{
+				Kind: kind, Actor: in.Actor, Status: store.RelationshipAccepted, ActivityID: a.ID, Interval: s.cfg.AnswerInterval,
+			})
+			if err != nil {
 				return err
+			}
+			if repeat = !answer; repeat {
+				return nil
 			}
 		}
 		_, err := s.PostTx(ctx, tx, reply)
@@ -90,20 +123,45 @@ func (s *Service) answer(ctx context.Context, in Inbound, kind, list, policy str
 	if err != nil {
 		return fmt.Errorf("answer %s %s: %w", a.Type, a.ID, err)
 	}
+	if repeat {
+		s.cfg.Logger.DebugContext(ctx, "repeated request recorded, answered less than an interval ago", "activity", a.Type,
+			"actor", in.Actor, "interval", s.cfg.AnswerInterval)
+		return nil
+	}
 	s.cfg.Logger.InfoContext(ctx, "answered", "activity", a.Type, "actor", in.Actor, "answer", reply.Type)
 	return nil
 }
 
-// authorizeAnswer checks at the inbox what can be checked without our outbox: the Accept or
-// Reject embeds a Follow or Invite of ours.
+// authorizeAnswer takes an Accept or Reject only from a domain we sent what it answers: the
+// embedded activity must be ours, in our outbox, and addressed to the answering actor (403
+// otherwise, and nothing is stored: an unsolicited answer would only be parked later, at an
+// operator's cost). Then it must be a Follow or Invite of ours, or of a type whose answers a
+// registered answer handler takes.
 func (s *Service) authorizeAnswer(ctx context.Context, in Inbound) error {
+	var req *activity.Activity
+	if in.Activity.Object != nil {
+		req = in.Activity.Object.Activity
+	}
+	if req == nil {
+		return invalid("%s must embed the activity it answers", in.Activity.Type)
+	}
+	if req.Actor != s.actor {
+		return fmt.Errorf("%w: %s answers a %s by %q, not by us", ErrForbidden, in.Activity.Type, req.Type, req.Actor)
+	}
+	sent, err := s.sentTo(ctx, req.ID, in.Actor)
+	if err != nil {
+		return err
+	}
+	if !sent {
+		return fmt.Errorf("%w: %s answers %s, which we did not send to %s", ErrForbidden, in.Activity.Type, req.ID, in.Actor)
+	}
 	if h, ok := s.delegatedAnswer(in.Activity); ok {
 		if h.Authorize == nil {
 			return nil
 		}
 		return h.Authorize(ctx, in)
 	}
-	_, err := s.answered(in.Activity)
+	_, err = s.answered(in.Activity)
 	return err
 }
 
@@ -169,6 +227,17 @@ func (s *Service) handleAnswer(ctx context.Context, in Inbound) error {
 		status = store.RelationshipRejected
 	}
 	_, err = s.st.RelationshipSetStatus(ctx, store.RelationshipSetStatusParams{Kind: kind, Actor: in.Actor, ActivityID: req.ID, Status: status})
+	if errors.Is(err, store.ErrNotFound) && status == store.RelationshipAccepted {
+		// An Accept of an earlier request of ours, while a later one waits: the peer answers a
+		// repeated request at most once an interval (as this service does), so the Accept of the
+		// later one may never come. The peer accepted us either way, as Orb takes any Follow of
+		// its outbox. (After an unfollow and a new Follow, a late Accept of the first completes
+		// the second too; the peer handles our Undo and the new Follow in order, and its answer
+		// to the new one settles the relationship.)
+		if r, gerr := s.st.RelationshipGet(ctx, kind, in.Actor); gerr == nil && r.Status == store.RelationshipPending {
+			_, err = s.st.RelationshipSetStatus(ctx, store.RelationshipSetStatusParams{Kind: kind, Actor: in.Actor, ActivityID: r.ActivityID, Status: status})
+		}
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		// We withdrew (or replaced) that request meanwhile.
 		s.cfg.Logger.InfoContext(ctx, "answer to a withdrawn request", "answer", a.Type, "request", req.ID, "actor", in.Actor)
@@ -200,10 +269,67 @@ func addressedTo(a *activity.Activity, actor string) bool {
 }
 
 // authorizeUndo requires an Undo to come from the actor of what it undoes (403 otherwise) and to
-// embed a Follow or Invite (400 otherwise).
-func (s *Service) authorizeUndo(_ context.Context, in Inbound) error {
-	_, err := s.undone(in)
-	return err
+// embed a Follow or Invite (400 otherwise), and takes it only where there is something to undo:
+// a relationship the peer asked for, or its request still waiting in our inbox (403 otherwise).
+func (s *Service) authorizeUndo(ctx context.Context, in Inbound) error {
+	req, err := s.undone(in)
+	if err != nil {
+		return err
+	}
+	kind := store.RelationshipFollower
+	if req.Type == activity.TypeInvite {
+		kind = store.RelationshipWitnessing
+	}
+	_, err = s.st.RelationshipGet(ctx, kind, in.Actor)
+	if err == nil || !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if req.ID != "" {
+		row, err := s.st.ActivityInboxGetByActivity(ctx, req.ID)
+		if err == nil && row.Actor == in.Actor {
+			return nil
+		}
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: an Undo of a %s from %s, which has no relationship with us", ErrForbidden, req.Type, in.Actor)
+}
+
+// sentTo reports whether the outbox activity id was addressed to actor: in its to, or as its
+// object or target. Only those members are decoded (an Offer embeds a whole linkset).
+func (s *Service) sentTo(ctx context.Context, id, actor string) (bool, error) {
+	if id == "" {
+		return false, nil
+	}
+	sent, err := s.st.ActivityOutboxGet(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var ours struct {
+		To     activity.Strings `json:"to"`
+		Object json.RawMessage  `json:"object"`
+		Target json.RawMessage  `json:"target"`
+	}
+	if err := json.Unmarshal(sent.Body, &ours); err != nil {
+		return false, fmt.Errorf("read our activity %s: %w", id, err)
+	}
+	return ours.To.Contains(actor) || namesIRI(ours.Object, actor) || namesIRI(ours.Target, actor), nil
+}
+
+// namesIRI reports whether a JSON member is iri, or an object whose id is iri.
+func namesIRI(raw json.RawMessage, iri string) bool {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s == iri
+	}
+	var o struct {
+		ID string `json:"id"`
+	}
+	return json.Unmarshal(raw, &o) == nil && o.ID == iri
 }
 
 func (s *Service) undone(in Inbound) (*activity.Activity, error) {

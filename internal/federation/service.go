@@ -23,6 +23,9 @@ var (
 	// ErrForbidden: the (well-signed) actor may not do what the activity asks. At the inbox it
 	// answers 403; in a handler it parks the activity at once.
 	ErrForbidden = errors.New("federation: forbidden")
+	// errIgnored: the activity is taken (202) and dropped, not stored: nothing here would use
+	// it, and refusing it would only make its sender retry.
+	errIgnored = errors.New("federation: ignored")
 )
 
 // Permanent marks a handler error that no retry can fix: the activity is parked at once.
@@ -78,6 +81,7 @@ type Service struct {
 	verifier *httpsig.Verifier
 	m        *metrics
 	wake     *waker
+	quota    quota
 
 	actor  string
 	pub    ed25519.PublicKey
@@ -116,6 +120,7 @@ func New(cfg Config, st store.Store, client *peer.Client) (*Service, error) {
 	s := &Service{
 		cfg: cfg, st: st, client: client, m: m, actor: cfg.ExternalEndpoint + ServicePath, pub: pub, pemKey: pemKey,
 		handlers: map[activity.Type]Handler{}, answers: map[activity.Type]Handler{}, wake: newWaker(cfg.Broker, cfg.Logger),
+		quota: newQuota(cfg),
 	}
 	s.verifier, err = httpsig.NewVerifier(httpsig.VerifierConfig{
 		ResolveKeyFunc: client.ResolveKey, MaxClockSkew: cfg.MaxClockSkew, MaxBodyBytes: cfg.MaxInboxBytes, NowFunc: cfg.NowFunc,

@@ -62,17 +62,15 @@ func AdminRoutes(c AdminConfig) func(mux Router) {
 // adminTokenName is the name logged for requests authorized by --admin-token.
 const adminTokenName = "admin"
 
-// AdminAuth returns next behind the admin token (when one is set): 401 with a JSON body unless
-// the request carries "Authorization: Bearer <token>" (scheme in any case), compared in
-// constant time. It guards every route of the admin listener.
+// AdminAuth returns next behind the admin token: 401 with a JSON body unless the request
+// carries "Authorization: Bearer <token>" (scheme in any case), compared in constant time. It
+// guards every route of the admin listener, whatever address the request comes from. An empty
+// token refuses every request: the daemon always has one, and a caller that lost it must not
+// open the listener.
 func AdminAuth(token string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if token == "" {
-			next.ServeHTTP(w, r)
-			return
-		}
 		got, ok := bearer(r)
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+		if !ok || token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="anchord-admin"`)
 			WriteError(w, http.StatusUnauthorized, "unauthorized", errUnauthorized.Error())
 			return

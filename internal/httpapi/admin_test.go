@@ -79,7 +79,7 @@ func authed(t *testing.T, method, url, token string) (int, []byte) {
 	return resp.StatusCode, body
 }
 
-func TestAdminRequiresTokenWhenConfigured(t *testing.T) {
+func TestAdminRequiresTheToken(t *testing.T) {
 	t.Parallel()
 	base := adminServer(t, "s3cret")
 	for _, tok := range []string{"", "wrong"} {
@@ -104,19 +104,34 @@ func TestAdminRequiresTokenWhenConfigured(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, "the scheme is case-insensitive")
+	code, _ = authed(t, http.MethodGet, base+"/healthcheck", "")
+	require.Equal(t, http.StatusUnauthorized, code, "every route of the admin listener")
+}
+
+// TestAdminWithoutATokenRefusesEverything: an empty token is no token to match, never an open
+// door, whatever address the request comes from (this test's is loopback).
+func TestAdminWithoutATokenRefusesEverything(t *testing.T) {
+	t.Parallel()
+	base := adminServer(t, "")
+	for _, tok := range []string{"", "anything"} {
+		for _, path := range []string{"/admin/v1/dead-letters", "/debug/pprof/", "/healthcheck"} {
+			code, _ := authed(t, http.MethodGet, base+path, tok)
+			require.Equal(t, http.StatusUnauthorized, code, path)
+		}
+	}
 }
 
 func TestAdminDeadLetters(t *testing.T) {
 	t.Parallel()
-	base := adminServer(t, "")
-	code, body := authed(t, http.MethodGet, base+"/admin/v1/dead-letters?kind=operation&limit=1", "")
+	base := adminServer(t, "s3cret")
+	code, body := authed(t, http.MethodGet, base+"/admin/v1/dead-letters?kind=operation&limit=1", "s3cret")
 	require.Equal(t, http.StatusOK, code)
 	var page DeadLetterPage
 	require.NoError(t, json.Unmarshal(body, &page))
 	require.Len(t, page.DeadLetters, 1)
 	require.Equal(t, int64(1), page.DeadLetters[0].ID)
 	require.NotNil(t, page.Next)
-	code, body = authed(t, http.MethodGet, fmt.Sprintf("%s/admin/v1/dead-letters?kind=operation&after=%d", base, *page.Next), "")
+	code, body = authed(t, http.MethodGet, fmt.Sprintf("%s/admin/v1/dead-letters?kind=operation&after=%d", base, *page.Next), "s3cret")
 	require.Equal(t, http.StatusOK, code)
 	require.NoError(t, json.Unmarshal(body, &page))
 	require.Len(t, page.DeadLetters, 1)
@@ -129,13 +144,13 @@ func TestAdminDeadLetters(t *testing.T) {
 		"/9/retry":    http.StatusNotFound,
 		"/zero/retry": http.StatusBadRequest,
 	} {
-		code, _ := authed(t, http.MethodPost, base+"/admin/v1/dead-letters"+path, "")
+		code, _ := authed(t, http.MethodPost, base+"/admin/v1/dead-letters"+path, "s3cret")
 		require.Equal(t, want, code, path)
 	}
-	code, _ = authed(t, http.MethodDelete, base+"/admin/v1/dead-letters/1", "")
+	code, _ = authed(t, http.MethodDelete, base+"/admin/v1/dead-letters/1", "s3cret")
 	require.Equal(t, http.StatusOK, code)
-	code, _ = authed(t, http.MethodDelete, base+"/admin/v1/dead-letters/5", "")
+	code, _ = authed(t, http.MethodDelete, base+"/admin/v1/dead-letters/5", "s3cret")
 	require.Equal(t, http.StatusNotFound, code)
-	code, _ = authed(t, http.MethodGet, base+"/admin/v1/dead-letters?kind=bogus", "")
+	code, _ = authed(t, http.MethodGet, base+"/admin/v1/dead-letters?kind=bogus", "s3cret")
 	require.Equal(t, http.StatusBadRequest, code)
 }

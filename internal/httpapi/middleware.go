@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/anchord/anchord/internal/ratelimit"
 )
 
 // Label values of the request metrics besides the registered patterns and standard methods.
@@ -33,7 +35,7 @@ type front struct {
 	maxBody int64
 	// pathBody holds the body limits of paths that differ from maxBody.
 	pathBody map[string]int64
-	rate     *rateLimiter // nil: no rate limit
+	rate     *ratelimit.Keyed // nil: no rate limit
 	routes   routeLabels
 }
 
@@ -81,7 +83,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f.rate != nil {
-		if ok, wait := f.rate.allow(clientKey(r.RemoteAddr)); !ok {
+		if ok, wait := f.rate.Allow(clientKey(r.RemoteAddr)); !ok {
 			route = routeLimited
 			f.m.rejected.WithLabelValues(rejectRate).Inc()
 			w.Header().Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/anchord/anchord/internal/ratelimit"
 )
 
 // Defaults of Config fields left zero.
@@ -143,7 +145,7 @@ func New(cfg Config) (*Server, error) {
 		h.next = cfg.Guard(mux)
 	}
 	if cfg.RateLimit > 0 {
-		h.rate = newRateLimiter(cfg.RateLimit, cfg.RateBurst, cfg.RateClients)
+		h.rate = ratelimit.New(cfg.RateLimit, cfg.RateBurst, cfg.RateClients)
 	}
 	ln := cfg.Listener
 	if ln == nil {

@@ -68,8 +68,9 @@ type ActivityExecutor interface {
 	ActivityInboxInsert(ctx context.Context, p ActivityInboxInsertParams) (int64, bool, error)
 	// ActivityInboxClaim claims up to p.Limit due queued inbox rows, oldest due first.
 	ActivityInboxClaim(ctx context.Context, p ActivityClaimParams) ([]InboxActivity, error)
-	// ActivityInboxComplete marks a claimed row done. ErrLeaseLost unless the claim holds it.
-	// p.Keep is ignored: inbox rows are the record of what was received and stay.
+	// ActivityInboxComplete marks a claimed row done. ErrLeaseLost unless the claim holds it. A
+	// positive p.Keep makes the done row disposable at database now + p.Keep (expires_at), for
+	// the data-expiry task; zero keeps it. Queued and parked rows never expire.
 	ActivityInboxComplete(ctx context.Context, p ActivityCompleteParams) error
 	// ActivityInboxRetry counts a failed attempt and makes the row due again at database now +
 	// p.Backoff. ErrLeaseLost unless the claim still holds it.
@@ -84,11 +85,14 @@ type ActivityExecutor interface {
 	ActivityInboxGet(ctx context.Context, seq int64) (InboxActivity, error)
 	// ActivityInboxGetByActivity returns the inbox row of an activity id, or ErrNotFound.
 	ActivityInboxGetByActivity(ctx context.Context, activityID string) (InboxActivity, error)
-	// ActivityInboxList returns up to p.Limit inbox rows after the first p.After, in seq order
-	// (the inbox collection's pages).
+	// ActivityInboxList returns the inbox rows whose seq is in (p.After, p.After+p.Limit], in
+	// seq order: the inbox collection's pages. The collection pages by seq, a position that is
+	// never handed out twice, so a reader's position stays valid while expiry deletes old rows
+	// (a page may then hold fewer than p.Limit rows, or none).
 	ActivityInboxList(ctx context.Context, p ActivityPageParams) ([]InboxActivity, error)
-	// ActivityInboxCount returns the number of inbox rows.
-	ActivityInboxCount(ctx context.Context) (int64, error)
+	// ActivityInboxLastSeq returns the highest seq of the inbox's rows, 0 when it has none: the
+	// inbox collection's size, counted in positions.
+	ActivityInboxLastSeq(ctx context.Context) (int64, error)
 	// ActivityReleaseClaims releases every claim owner holds on inbox rows and deliveries and
 	// returns how many it released: a restarted embedded instance (same owner) takes back what
 	// its previous life held, instead of waiting out the claims' TTL.
@@ -106,6 +110,14 @@ type ActivityExecutor interface {
 
 	// RelationshipUpsert creates or replaces the relationship (p.Kind, p.Actor).
 	RelationshipUpsert(ctx context.Context, p RelationshipUpsertParams) error
+	// RelationshipAnswer records our answer p.Status to a peer's request p.ActivityID (its Follow
+	// or Invite): it creates or replaces (p.Kind, p.Actor) with that status and activity id, and
+	// reports whether the answer is to be posted. It is not when the relationship already had
+	// p.Status and was answered less than p.Interval ago (database clock): then only the activity
+	// id is replaced, so that the peer's Undo of its latest request still matches. When it
+	// reports true, the answer time is now. Concurrent calls for one relationship report true
+	// at most once per interval once the relationship exists.
+	RelationshipAnswer(ctx context.Context, p RelationshipAnswerParams) (bool, error)
 	// RelationshipSetStatus moves (kind, actor) to p.Status if its activity id is p.ActivityID
 	// (the Follow or Invite being answered) and returns it; ErrNotFound otherwise.
 	RelationshipSetStatus(ctx context.Context, p RelationshipSetStatusParams) (Relationship, error)
@@ -342,6 +354,18 @@ type RelationshipUpsertParams struct {
 	Actor      string
 	Status     string
 	ActivityID string
+}
+
+// RelationshipAnswerParams is our answer to a peer's request.
+type RelationshipAnswerParams struct {
+	Kind       string
+	Actor      string
+	Status     string
+	ActivityID string
+	// Interval is the least time between two answers posted for the relationship.
+	Interval time.Duration
+	// Now replaces the database clock; tests only.
+	Now *time.Time
 }
 
 // RelationshipSetStatusParams answers a pending relationship.

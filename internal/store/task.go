@@ -138,10 +138,12 @@ type OpQueueParkExpiredParams struct {
 // neverExpire lists tables whose rows expiry MUST NOT delete: they are durable state (accepted
 // operations are parked instead, parked items wait for an operator, anchors and CAS content
 // are the ledger's history). A guard rail; the rule is that expiry registrations come from code.
+// ap_inbox is not among them: only its handled (done) rows carry an expiry time, queued and
+// parked ones never do.
 var neverExpire = map[string]bool{
 	"op_queue": true, "dead_letters": true, "anchors": true, "did_operations": true, "cas_objects": true,
 	"settings": true, "schema_migrations": true, "task_permits": true,
-	"ap_outbox": true, "ap_inbox": true, "ap_relationships": true, "ap_accept_list": true,
+	"ap_outbox": true, "ap_relationships": true, "ap_accept_list": true,
 }
 
 // CheckExpiryTable returns an error unless table and column are plain lower-case SQL

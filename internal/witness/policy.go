@@ -2,21 +2,34 @@
 // file holds the witness policy language, pure and identical in grammar and meaning to Orb's, so
 // that an operator can move a policy string between an Orb domain and an anchord domain.
 //
-// A policy is space-separated tokens:
+// A policy is rules separated by single spaces:
 //
 //	OutOf(N,batch|system)       at least N proofs from witnesses of that role (N ≥ 0)
 //	MinPercent(P,batch|system)  at least P % (integer 0–100) of that role's witnesses
-//	AND | OR                    how the batch and the system condition combine; the last one wins
+//	AND | OR                    how the batch and the system condition combine
 //	LogRequired                 only witnesses with a transparency log count
+//
+// in this grammar (ABNF; SP is one space):
+//
+//	policy     = "" / body
+//	body       = "LogRequired" / conditions [SP "LogRequired"]
+//	conditions = group [SP [operator SP] group]  ; the two groups are of the two roles; no operator: AND
+//	group      = rule [SP rule]                ; the rules of one role, OutOf and MinPercent at most once each
+//	rule       = ("OutOf" / "MinPercent") "(" 1*DIGIT "," role ")"  ; OutOf's fits an int, MinPercent's is 0–100
+//	operator   = "AND" / "OR"
+//	role       = "batch" / "system"
 //
 // The empty policy is MinPercent(100,batch) AND MinPercent(100,system). There is no grouping or
 // precedence: one condition per role, one operator. As in Orb, OutOf(N,role) leaves that role's
-// percentage at 100 unless N is 0 (then the percentage drops to 0 too), and a role is satisfied
-// when either its count or its percentage is reached; a role with no witnesses at all counts as
-// 100 %.
+// percentage at 100 unless N is 0 (then the percentage drops to 0 too; rules apply in order), and
+// a role is satisfied when either its count or its percentage is reached; a role with no
+// witnesses at all counts as 100 %.
 //
-// Where this differs from Orb, on purpose: tokens must be written Name(…) with the parentheses
-// (Orb strips the first and last character without looking, and panics on a bare "OutOf"); a
+// Where this differs from Orb, on purpose: Orb takes any sequence of tokens, the last operator
+// winning wherever it stands, so "AND", "OR OR" or "OutOf(1,system) AND" were policies, silently
+// read as something else; here anything outside the grammar is refused. Tokens must be written
+// Name(…) with the parentheses (Orb strips the first and last character without looking, and
+// panics on a bare "OutOf"), and numbers in digits (Orb's strconv.Atoi also takes "+2"); a
 // policy is at most MaxPolicyLength bytes; Select asks exactly ⌈P·total/100⌉ witnesses where
 // Orb's float64 arithmetic occasionally asks one more (7 % of 100 gives 8 there), and Select
 // returns each witness once where Orb's AND lists the common ones twice and leaves its caller to
@@ -100,9 +113,10 @@ func DefaultPolicy() Policy {
 	return Policy{MinPercentBatch: maxPercent, MinPercentSystem: maxPercent, Operator: OperatorAND}
 }
 
-// Parse reads a policy. The error texts are Orb's, including its habit of calling the
-// MinPercent argument "the first argument for OutOf policy", so that messages an operator knows
-// from Orb read the same here.
+// Parse reads a policy. The error texts are Orb's where Orb refuses the input too, including its
+// habit of calling the MinPercent argument "the first argument for OutOf policy", so that
+// messages an operator knows from Orb read the same here; the grammar's own refusals have texts
+// of ours.
 func Parse(text string) (Policy, error) {
 	p := DefaultPolicy()
 	if text == "" {
@@ -112,30 +126,99 @@ func Parse(text string) (Policy, error) {
 		return Policy{}, fmt.Errorf("parse witness policy: longer than %d bytes", MaxPolicyLength)
 	}
 	// Orb splits on single spaces, so a doubled space is an empty token and an error; kept.
-	for token := range strings.SplitSeq(text, " ") {
-		if err := p.apply(token); err != nil {
+	tokens := strings.Split(text, " ")
+	// groups[0] holds the rules of the first role, groups[1] those of the second, after the
+	// operator if there is one; cur is the group being read.
+	var groups [2][]rule
+	cur := 0
+	operator := ""
+	for i, token := range tokens {
+		switch token {
+		case tokenLogRequired:
+			if i != len(tokens)-1 {
+				return Policy{}, fmt.Errorf("%s must be the last rule", tokenLogRequired)
+			}
+			p.LogRequired = true
+			continue
+		case string(OperatorAND), string(OperatorOR):
+			switch {
+			case operator != "":
+				return Policy{}, fmt.Errorf("one operator at most: %s after %s", token, operator)
+			case len(groups[0]) == 0 || cur == 1:
+				return Policy{}, fmt.Errorf("operator %s must stand between the rules of two roles", token)
+			}
+			operator, cur = token, 1
+			continue
+		}
+		r, err := parseRule(token)
+		if err != nil {
 			return Policy{}, err
+		}
+		if g := groups[cur]; len(g) > 0 && g[0].role != r.role {
+			if cur == 1 {
+				return Policy{}, fmt.Errorf("the rules of role '%s' must stand together", r.role)
+			}
+			cur = 1 // the second role's rules, combined with AND
+		}
+		for _, o := range groups[cur] {
+			if o.kind == r.kind {
+				return Policy{}, fmt.Errorf("role '%s' has two %s rules", r.role, r.kind)
+			}
+		}
+		groups[cur] = append(groups[cur], r)
+	}
+	if operator != "" {
+		switch {
+		case len(groups[1]) == 0:
+			return Policy{}, fmt.Errorf("operator %s must stand between the rules of two roles", operator)
+		case groups[0][0].role == groups[1][0].role:
+			return Policy{}, fmt.Errorf("operator %s must stand between the rules of two roles, not of %s twice", operator, groups[0][0].role)
+		}
+		p.Operator = Operator(operator)
+	}
+	for _, g := range groups {
+		for _, r := range g {
+			r.apply(&p)
 		}
 	}
 	return p, nil
 }
 
-func (p *Policy) apply(token string) error {
+// rule is one OutOf or MinPercent of a policy, checked: applying it cannot fail.
+type rule struct {
+	kind string // tokenOutOf or tokenMinPercent
+	args string // between the parentheses
+	role Role
+}
+
+func parseRule(token string) (rule, error) {
+	var check Policy
+	var r rule
+	var err error
 	switch {
-	case token == tokenLogRequired:
-		p.LogRequired = true
-	case token == string(OperatorAND):
-		p.Operator = OperatorAND
-	case token == string(OperatorOR):
-		p.Operator = OperatorOR
 	case strings.HasPrefix(token, tokenOutOf+"(") && strings.HasSuffix(token, ")"):
-		return p.applyOutOf(token[len(tokenOutOf)+1 : len(token)-1])
+		r = rule{kind: tokenOutOf, args: token[len(tokenOutOf)+1 : len(token)-1]}
+		err = check.applyOutOf(r.args)
 	case strings.HasPrefix(token, tokenMinPercent+"(") && strings.HasSuffix(token, ")"):
-		return p.applyMinPercent(token[len(tokenMinPercent)+1 : len(token)-1])
+		r = rule{kind: tokenMinPercent, args: token[len(tokenMinPercent)+1 : len(token)-1]}
+		err = check.applyMinPercent(r.args)
 	default:
-		return fmt.Errorf("rule not supported: %s", token)
+		return rule{}, fmt.Errorf("rule not supported: %s", token)
 	}
-	return nil
+	if err != nil {
+		return rule{}, err
+	}
+	_, role, _ := strings.Cut(r.args, ",")
+	r.role = Role(role)
+	return r, nil
+}
+
+func (r rule) apply(p *Policy) {
+	if r.kind == tokenOutOf {
+		_ = p.applyOutOf(r.args)
+		return
+	}
+	_ = p.applyMinPercent(r.args)
 }
 
 func (p *Policy) applyOutOf(args string) error {
@@ -149,6 +232,9 @@ func (p *Policy) applyOutOf(args string) error {
 	}
 	if n < 0 {
 		return fmt.Errorf("first argument[%d] for OutOf policy rule must be 0 or positive integer", n)
+	}
+	if !digits(parts[0]) {
+		return fmt.Errorf("first argument for OutOf policy must be written in digits: %s", parts[0])
 	}
 	switch Role(parts[1]) {
 	case RoleSystem:
@@ -179,6 +265,9 @@ func (p *Policy) applyMinPercent(args string) error {
 	if n < 0 || n > maxPercent {
 		return errors.New("first argument for OutOf policy must be an integer between 0 and 100")
 	}
+	if !digits(parts[0]) {
+		return fmt.Errorf("first argument for MinPercent policy must be written in digits: %s", parts[0])
+	}
 	switch Role(parts[1]) {
 	case RoleSystem:
 		p.MinPercentSystem = n
@@ -188,6 +277,16 @@ func (p *Policy) applyMinPercent(args string) error {
 		return fmt.Errorf("role '%s' not supported for MinPercent policy", parts[1])
 	}
 	return nil
+}
+
+// digits reports whether s is made of ASCII digits only (strconv.Atoi also takes a sign).
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // String is the canonical text of p: the batch tokens, the operator, the system tokens, then

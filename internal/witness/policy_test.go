@@ -63,13 +63,14 @@ func TestParse(t *testing.T) {
 			Policy{MinNumberBatch: 3, MinPercentBatch: 20, MinPercentSystem: 100, Operator: OperatorAND},
 			"OutOf(3,batch) MinPercent(20,batch)",
 		},
-		// The operator is global: the last one wins, wherever it stands.
-		{"OR OutOf(1,system) AND", Policy{MinNumberSystem: 1, MinPercentBatch: 100, MinPercentSystem: 100, Operator: OperatorAND}, "OutOf(1,system)"},
-		{"OR", Policy{MinPercentBatch: 100, MinPercentSystem: 100, Operator: OperatorOR}, "MinPercent(100,batch) OR MinPercent(100,system)"},
-		{"OutOf(1,system) OR", Policy{MinNumberSystem: 1, MinPercentBatch: 100, MinPercentSystem: 100, Operator: OperatorOR}, "MinPercent(100,batch) OR OutOf(1,system)"},
-		// strconv.Atoi's accepted forms, as in Orb.
-		{"OutOf(+2,system)", Policy{MinNumberSystem: 2, MinPercentBatch: 100, MinPercentSystem: 100, Operator: OperatorAND}, "OutOf(2,system)"},
+		// The canonical form of OR with a role left at its default names that role.
+		{"MinPercent(100,batch) OR OutOf(1,system)", Policy{MinNumberSystem: 1, MinPercentBatch: 100, MinPercentSystem: 100, Operator: OperatorOR}, "MinPercent(100,batch) OR OutOf(1,system)"},
+		{"MinPercent(100,system) OR MinPercent(100,batch) LogRequired", Policy{MinPercentBatch: 100, MinPercentSystem: 100, Operator: OperatorOR, LogRequired: true},
+			"MinPercent(100,batch) OR MinPercent(100,system) LogRequired"},
 		{"MinPercent(007,system)", Policy{MinPercentBatch: 100, MinPercentSystem: 7, Operator: OperatorAND}, "MinPercent(7,system)"},
+		// Without an operator, the conditions of the two roles combine with AND.
+		{"OutOf(1,system) OutOf(2,batch)", Policy{MinNumberBatch: 2, MinNumberSystem: 1, MinPercentBatch: 100, MinPercentSystem: 100, Operator: OperatorAND},
+			"OutOf(2,batch) AND OutOf(1,system)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {
@@ -116,6 +117,24 @@ func TestParseErrors(t *testing.T) {
 		{"MinPercent(-1,batch)", "first argument for OutOf policy must be an integer between 0 and 100"},
 		{"MinPercent(20,system,other)", "expected 2 but got 3 arguments for MinPercent policy"},
 		{"OutOf(1,system) " + strings.Repeat("AND ", 300), "parse witness policy: longer than 1024 bytes"},
+		// Outside the grammar, where Orb took the last operator wherever it stood.
+		{"AND", "operator AND must stand between the rules of two roles"},
+		{"OR", "operator OR must stand between the rules of two roles"},
+		{"OR OR", "operator OR must stand between the rules of two roles"},
+		{"OutOf(1,system) AND", "operator AND must stand between the rules of two roles"},
+		{"OR OutOf(1,system) AND", "operator OR must stand between the rules of two roles"},
+		{"OutOf(1,batch) AND OR OutOf(1,system)", "one operator at most: OR after AND"},
+		{"OutOf(1,batch) AND OutOf(1,system) OR MinPercent(5,batch)", "one operator at most: OR after AND"},
+		{"OutOf(1,system) AND OutOf(2,system)", "operator AND must stand between the rules of two roles, not of system twice"},
+		{"OutOf(1,batch) OutOf(1,system) MinPercent(5,batch)", "the rules of role 'batch' must stand together"},
+		{"OutOf(1,batch) OutOf(1,system) AND MinPercent(5,batch)", "operator AND must stand between the rules of two roles"},
+		{"OutOf(1,system) OutOf(2,system)", "role 'system' has two OutOf rules"},
+		{"LogRequired OutOf(1,system)", "LogRequired must be the last rule"},
+		{"LogRequired LogRequired", "LogRequired must be the last rule"},
+		{"OutOf(1,system) LogRequired AND OutOf(1,batch)", "LogRequired must be the last rule"},
+		{"OutOf(+2,system)", "first argument for OutOf policy must be written in digits: +2"},
+		{"OutOf(-0,system)", "first argument for OutOf policy must be written in digits: -0"},
+		{"MinPercent(+7,system)", "first argument for MinPercent policy must be written in digits: +7"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"os"
 
 	"github.com/transparency-dev/tessera/api/layout"
+
+	"github.com/anchord/anchord/internal/httpapi"
 )
 
 // hashSize is the size of one node hash in a tile.
@@ -42,7 +44,7 @@ func (l *Log) Register(r Router) {
 func (l *Log) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
 	raw, err := l.servedCheckpoint(r.Context())
 	if err != nil {
-		l.fail(w, r, "read checkpoint", err)
+		l.fail(w, r, "checkpoint", err)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -53,12 +55,12 @@ func (l *Log) serveCheckpoint(w http.ResponseWriter, r *http.Request) {
 func (l *Log) serveTile(w http.ResponseWriter, r *http.Request) {
 	level, index, width, err := layout.ParseTileLevelIndexPartial(r.PathValue("level"), r.PathValue("n"))
 	if err != nil {
-		http.Error(w, "bad tile path", http.StatusBadRequest)
+		httpapi.WriteError(w, http.StatusBadRequest, "invalid_path", "not a tile path of tlog-tiles")
 		return
 	}
 	tile, err := l.readTile(r.Context(), level, index, width)
 	if err != nil {
-		l.fail(w, r, "read tile", err)
+		l.fail(w, r, "tile", err)
 		return
 	}
 	serveImmutable(w, tile)
@@ -67,12 +69,12 @@ func (l *Log) serveTile(w http.ResponseWriter, r *http.Request) {
 func (l *Log) serveEntryBundle(w http.ResponseWriter, r *http.Request) {
 	index, width, err := layout.ParseTileIndexPartial(r.PathValue("n"))
 	if err != nil {
-		http.Error(w, "bad entry bundle path", http.StatusBadRequest)
+		httpapi.WriteError(w, http.StatusBadRequest, "invalid_path", "not an entry bundle path of tlog-tiles")
 		return
 	}
 	bundle, err := l.readEntryBundle(r.Context(), index, width)
 	if err != nil {
-		l.fail(w, r, "read entry bundle", err)
+		l.fail(w, r, "entry bundle", err)
 		return
 	}
 	serveImmutable(w, bundle)
@@ -141,11 +143,14 @@ func serveImmutable(w http.ResponseWriter, body []byte) {
 	_, _ = w.Write(body)
 }
 
+// fail answers a read that did not succeed, as every other route answers: {code, message}, the
+// storage's error in the log only. A storage that fails is answered 503, to be retried.
 func (l *Log) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
 	if errors.Is(err, os.ErrNotExist) {
-		http.Error(w, "not found", http.StatusNotFound)
+		httpapi.WriteError(w, http.StatusNotFound, "not_found", "the log holds no such "+what)
 		return
 	}
-	l.logger.WarnContext(r.Context(), "witness log: "+what, "path", r.URL.Path, "error", err)
-	http.Error(w, "internal error", http.StatusInternalServerError)
+	l.logger.WarnContext(r.Context(), "witness log: read "+what, "path", r.URL.Path, "error", err)
+	w.Header().Set("Retry-After", "1")
+	httpapi.WriteError(w, http.StatusServiceUnavailable, "unavailable", "the log could not be read; try again later")
 }

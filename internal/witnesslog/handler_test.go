@@ -2,6 +2,7 @@ package witnesslog
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/httpapi"
 )
 
 // TestTesseraClientVerifiesTheServedLog is the interoperability check: tessera's own tlog-tiles
@@ -130,8 +132,13 @@ func TestHandlerServesExactWidthsAndRefusesBadPaths(t *testing.T) {
 				"tile/entries/000.p/x":   http.StatusBadRequest,
 				"tile/0/x000/x000/000.p": http.StatusBadRequest,
 			} {
-				code, _, _ := get(path)
+				code, h, body := get(path)
 				require.Equal(t, want, code, path)
+				require.Equal(t, "application/json", h.Get("Content-Type"), path)
+				var eb httpapi.ErrorBody
+				require.NoError(t, json.Unmarshal(body, &eb), path)
+				require.NotEmpty(t, eb.Code, path)
+				require.NotContains(t, eb.Message, "000", "%s: the path is not repeated", path)
 			}
 		})
 	}

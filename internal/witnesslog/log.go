@@ -6,8 +6,10 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,15 +63,54 @@ type Log struct {
 
 // OpenPOSIX opens (or creates) the log stored in the directory dir with tessera's POSIX
 // storage: the embedded deployment. One process at a time may append to a directory.
+//
+// The log is the domain's alone, like the rest of the data directory: dir is created 0700, and
+// what an earlier version left readable is tightened (directories 0700, files 0600) before and
+// after tessera opens it. tessera's driver creates its files 0644 and directories 0755 as it
+// goes; the daemon's umask (077) is what keeps those private (daemon.Run).
 func OpenPOSIX(ctx context.Context, cfg Config, dir string) (*Log, error) {
 	if dir == "" {
 		return nil, errors.New("open witness log: no directory")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open witness log in %s: %w", dir, err)
+	}
+	if err := restrict(dir); err != nil {
+		return nil, fmt.Errorf("open witness log in %s: %w", dir, err)
 	}
 	drv, err := posix.New(ctx, posix.Config{Path: dir})
 	if err != nil {
 		return nil, fmt.Errorf("open witness log in %s: %w", dir, err)
 	}
+	if err := restrict(dir); err != nil {
+		return nil, fmt.Errorf("open witness log in %s: %w", dir, err)
+	}
 	return open(ctx, cfg, drv, "posix", nil, posixCosigned{dir: dir})
+}
+
+// restrict makes every directory under root (root included) 0700 and every file 0600, where
+// they allow more. Symbolic links are left alone: tessera makes none, and a chmod would follow one.
+func restrict(root string) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		want := fs.FileMode(0o600)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			return nil
+		case d.IsDir():
+			want = 0o700
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if info.Mode().Perm()&^want != 0 {
+			return os.Chmod(path, info.Mode().Perm()&want)
+		}
+		return nil
+	})
 }
 
 func open(ctx context.Context, cfg Config, drv tessera.Driver, backend string, closeDB func() error, cosigned cosignedStore) (_ *Log, err error) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -292,5 +293,34 @@ func BenchmarkAppend(b *testing.B) {
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
 		})
+	}
+}
+
+// TestOpenPOSIXTightensWhatItFinds: a log directory an earlier version left readable (0755
+// directories, 0644 files, as tessera creates them under a default umask) is private once
+// opened, and a new one is created 0700. (Files tessera creates later take the daemon's umask;
+// cmd/anchord's witness tests check the whole tree of a running domain.)
+func TestOpenPOSIXTightensWhatItFinds(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	fresh := filepath.Join(t.TempDir(), "fresh", "log")
+	openPOSIX(t, tb.cfg, fresh)
+	fi, err := os.Stat(fresh)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+
+	old := filepath.Join(t.TempDir(), "log")
+	require.NoError(t, os.MkdirAll(filepath.Join(old, "tile", "0"), 0o755))
+	require.NoError(t, os.Chmod(old, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(old, "tile", "0", "stray"), []byte("x"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(old, "readonly"), []byte("x"), 0o400))
+	openPOSIX(t, setup(t).cfg, old)
+	for path, want := range map[string]os.FileMode{
+		old: 0o700, filepath.Join(old, "tile"): 0o700, filepath.Join(old, "tile", "0"): 0o700,
+		filepath.Join(old, "tile", "0", "stray"): 0o600, filepath.Join(old, "readonly"): 0o400,
+	} {
+		fi, err := os.Stat(path)
+		require.NoError(t, err)
+		require.Equal(t, want, fi.Mode().Perm(), path)
 	}
 }

@@ -188,7 +188,12 @@ func (e executor) ActivityInboxClaim(ctx context.Context, p store.ActivityClaimP
 
 // ActivityInboxComplete implements store.Executor.
 func (e executor) ActivityInboxComplete(ctx context.Context, p store.ActivityCompleteParams) error {
-	return e.activityFenced(ctx, "complete inbox activity", p.Claim, qActivityInboxComplete)
+	var keep *int64
+	if p.Keep > 0 {
+		us := p.Keep.Microseconds()
+		keep = &us
+	}
+	return e.activityFenced(ctx, "complete inbox activity", p.Claim, qActivityInboxComplete, keep)
 }
 
 // ActivityInboxRetry implements store.Executor.
@@ -234,7 +239,7 @@ func (e executor) ActivityInboxGetByActivity(ctx context.Context, activityID str
 
 // ActivityInboxList implements store.Executor.
 func (e executor) ActivityInboxList(ctx context.Context, p store.ActivityPageParams) ([]store.InboxActivity, error) {
-	rows, err := e.q.Query(ctx, qActivityInboxList, p.After, p.Limit)
+	rows, err := e.q.Query(ctx, qActivityInboxList, p.After, p.After+int64(max(p.Limit, 0)))
 	if err != nil {
 		return nil, fmt.Errorf("list inbox: %w", err)
 	}
@@ -245,11 +250,11 @@ func (e executor) ActivityInboxList(ctx context.Context, p store.ActivityPagePar
 	return out, nil
 }
 
-// ActivityInboxCount implements store.Executor.
-func (e executor) ActivityInboxCount(ctx context.Context) (int64, error) {
+// ActivityInboxLastSeq implements store.Executor.
+func (e executor) ActivityInboxLastSeq(ctx context.Context) (int64, error) {
 	var n int64
-	if err := e.q.QueryRow(ctx, qActivityInboxCount).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count inbox: %w", err)
+	if err := e.q.QueryRow(ctx, qActivityInboxLastSeq).Scan(&n); err != nil {
+		return 0, fmt.Errorf("last inbox seq: %w", err)
 	}
 	return n, nil
 }
@@ -296,6 +301,16 @@ func (e executor) RelationshipUpsert(ctx context.Context, p store.RelationshipUp
 		return fmt.Errorf("upsert %s %s: %w", p.Kind, p.Actor, err)
 	}
 	return nil
+}
+
+// RelationshipAnswer implements store.Executor.
+func (e executor) RelationshipAnswer(ctx context.Context, p store.RelationshipAnswerParams) (bool, error) {
+	var answer bool
+	if err := e.q.QueryRow(ctx, qRelationshipAnswer, p.Kind, p.Actor, p.Status, p.ActivityID,
+		max(p.Interval, 0).Microseconds(), p.Now).Scan(&answer); err != nil {
+		return false, fmt.Errorf("answer %s %s: %w", p.Kind, p.Actor, interpretError(err))
+	}
+	return answer, nil
 }
 
 // RelationshipSetStatus implements store.Executor.

@@ -86,8 +86,10 @@ const (
 			LIMIT $3
 			FOR UPDATE SKIP LOCKED)
 		RETURNING ` + qActivityInboxColumns
-	qActivityInboxFence    = ` WHERE seq = $1 AND claim_owner = $2 AND claim_term = $3 AND status = 'queued'`
+	qActivityInboxFence = ` WHERE seq = $1 AND claim_owner = $2 AND claim_term = $3 AND status = 'queued'`
+	// $4: the retention in microseconds, NULL to keep the row.
 	qActivityInboxComplete = `UPDATE ap_inbox SET status = 'done', attempts = attempts + 1, done_at = now(),
+		expires_at = now() + $4::bigint * interval '1 microsecond',
 		claim_owner = NULL, claim_expires = NULL, last_error = ''` + qActivityInboxFence
 	qActivityInboxRetry = `UPDATE ap_inbox SET attempts = attempts + 1,
 		next_attempt_at = now() + $4 * interval '1 microsecond', last_error = $5,
@@ -99,8 +101,8 @@ const (
 		WHERE seq = $1 AND status = 'parked'`
 	qActivityInboxGet           = `SELECT ` + qActivityInboxColumns + ` FROM ap_inbox WHERE seq = $1`
 	qActivityInboxGetByActivity = `SELECT ` + qActivityInboxColumns + ` FROM ap_inbox WHERE activity_id = $1`
-	qActivityInboxList          = `SELECT ` + qActivityInboxColumns + ` FROM ap_inbox ORDER BY seq OFFSET $1 LIMIT $2`
-	qActivityInboxCount         = `SELECT count(*) FROM ap_inbox`
+	qActivityInboxList          = `SELECT ` + qActivityInboxColumns + ` FROM ap_inbox WHERE seq > $1 AND seq <= $2 ORDER BY seq`
+	qActivityInboxLastSeq       = `SELECT COALESCE(max(seq), 0) FROM ap_inbox`
 
 	qActivityCounts = `SELECT
 		(SELECT count(*) FROM ap_deliveries WHERE status = 'pending'),
@@ -122,6 +124,19 @@ const (
 	qRelationshipUpsert  = `INSERT INTO ap_relationships (kind, actor, status, activity_id) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (kind, actor) DO UPDATE SET status = EXCLUDED.status, activity_id = EXCLUDED.activity_id,
 			updated_at = now()`
+	// qRelationshipAnswer reads the relationship as it was (locked, so that a concurrent answer
+	// waits and then sees this one's answered_at) and upserts it; it returns whether to answer.
+	// $5 the interval in microseconds, $6 the clock (NULL: the database's).
+	qRelationshipAnswer = `WITH clock AS (SELECT COALESCE($6::timestamptz, now()) AS now),
+		old AS (SELECT status, answered_at FROM ap_relationships WHERE kind = $1 AND actor = $2 FOR UPDATE),
+		answer AS (SELECT NOT EXISTS (SELECT 1 FROM old, clock WHERE old.status = $3 AND old.answered_at IS NOT NULL
+			AND old.answered_at + $5::bigint * interval '1 microsecond' > clock.now) AS yes)
+		INSERT INTO ap_relationships (kind, actor, status, activity_id, created_at, updated_at, answered_at)
+		SELECT $1, $2, $3, $4, clock.now, clock.now, clock.now FROM clock
+		ON CONFLICT (kind, actor) DO UPDATE SET status = EXCLUDED.status, activity_id = EXCLUDED.activity_id,
+			updated_at = EXCLUDED.updated_at,
+			answered_at = CASE WHEN (SELECT yes FROM answer) THEN EXCLUDED.answered_at ELSE ap_relationships.answered_at END
+		RETURNING (SELECT yes FROM answer)`
 	qRelationshipSetStatus = `UPDATE ap_relationships SET status = $4, updated_at = now()
 		WHERE kind = $1 AND actor = $2 AND activity_id = $3 RETURNING ` + qRelationshipColumns
 	qRelationshipGet    = `SELECT ` + qRelationshipColumns + ` FROM ap_relationships WHERE kind = $1 AND actor = $2`

@@ -201,7 +201,12 @@ func (e executor) ActivityInboxClaim(ctx context.Context, p store.ActivityClaimP
 
 // ActivityInboxComplete implements store.Executor.
 func (e executor) ActivityInboxComplete(ctx context.Context, p store.ActivityCompleteParams) error {
-	return e.activityFenced(ctx, "complete inbox activity", p.Claim, qActivityInboxComplete, nowMicros())
+	now := time.Now()
+	var expires sql.NullInt64
+	if p.Keep > 0 {
+		expires = sql.NullInt64{Int64: micros(now.Add(p.Keep)), Valid: true}
+	}
+	return e.activityFenced(ctx, "complete inbox activity", p.Claim, qActivityInboxComplete, micros(now), expires)
 }
 
 // ActivityInboxRetry implements store.Executor.
@@ -248,18 +253,18 @@ func (e executor) ActivityInboxGetByActivity(ctx context.Context, activityID str
 
 // ActivityInboxList implements store.Executor.
 func (e executor) ActivityInboxList(ctx context.Context, p store.ActivityPageParams) ([]store.InboxActivity, error) {
-	out, err := queryAll(ctx, e.r, scanInbox, qActivityInboxList, p.Limit, p.After)
+	out, err := queryAll(ctx, e.r, scanInbox, qActivityInboxList, p.After, p.After+int64(max(p.Limit, 0)))
 	if err != nil {
 		return nil, fmt.Errorf("list inbox: %w", err)
 	}
 	return out, nil
 }
 
-// ActivityInboxCount implements store.Executor.
-func (e executor) ActivityInboxCount(ctx context.Context) (int64, error) {
+// ActivityInboxLastSeq implements store.Executor.
+func (e executor) ActivityInboxLastSeq(ctx context.Context) (int64, error) {
 	var n int64
-	if err := e.r.QueryRowContext(ctx, qActivityInboxCount).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count inbox: %w", err)
+	if err := e.r.QueryRowContext(ctx, qActivityInboxLastSeq).Scan(&n); err != nil {
+		return 0, fmt.Errorf("last inbox seq: %w", err)
 	}
 	return n, nil
 }
@@ -308,6 +313,34 @@ func (e executor) RelationshipUpsert(ctx context.Context, p store.RelationshipUp
 		return fmt.Errorf("upsert %s %s: %w", p.Kind, p.Actor, err)
 	}
 	return nil
+}
+
+// RelationshipAnswer implements store.Executor: the read and the upsert in one write
+// transaction, which the single writer serializes.
+func (e executor) RelationshipAnswer(ctx context.Context, p store.RelationshipAnswerParams) (bool, error) {
+	now := time.Now()
+	if p.Now != nil {
+		now = *p.Now
+	}
+	answer := true
+	err := e.batch(ctx, func(tx *sql.Tx) error {
+		var status string
+		var answered sql.NullInt64
+		err := tx.QueryRowContext(ctx, qRelationshipAnswered, p.Kind, p.Actor).Scan(&status, &answered)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		default:
+			answer = status != p.Status || !answered.Valid || !fromMicros(answered.Int64).Add(p.Interval).After(now)
+		}
+		_, err = tx.ExecContext(ctx, qRelationshipAnswer, p.Kind, p.Actor, p.Status, p.ActivityID, micros(now), answer)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("answer %s %s: %w", p.Kind, p.Actor, err)
+	}
+	return answer, nil
 }
 
 // RelationshipSetStatus implements store.Executor.

@@ -83,8 +83,8 @@ const (
 			LIMIT ?)
 		RETURNING ` + qActivityInboxColumns
 	qActivityInboxFence = ` WHERE seq = ? AND claim_owner = ? AND claim_term = ? AND status = 'queued'`
-	// Parameters: done_at, fence.
-	qActivityInboxComplete = `UPDATE ap_inbox SET status = 'done', attempts = attempts + 1, done_at = ?,
+	// Parameters: done_at, expires_at (NULL: kept), fence.
+	qActivityInboxComplete = `UPDATE ap_inbox SET status = 'done', attempts = attempts + 1, done_at = ?, expires_at = ?,
 		claim_owner = NULL, claim_expires = NULL, last_error = ''` + qActivityInboxFence
 	// Parameters: next_attempt_at, error, history line, fence.
 	qActivityInboxRetry = `UPDATE ap_inbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ?,
@@ -98,8 +98,9 @@ const (
 		WHERE seq = ? AND status = 'parked'`
 	qActivityInboxGet           = `SELECT ` + qActivityInboxColumns + ` FROM ap_inbox WHERE seq = ?`
 	qActivityInboxGetByActivity = `SELECT ` + qActivityInboxColumns + ` FROM ap_inbox WHERE activity_id = ?`
-	qActivityInboxList          = `SELECT ` + qActivityInboxColumns + ` FROM ap_inbox ORDER BY seq LIMIT ? OFFSET ?`
-	qActivityInboxCount         = `SELECT count(*) FROM ap_inbox`
+	// Parameters: after, after + limit.
+	qActivityInboxList    = `SELECT ` + qActivityInboxColumns + ` FROM ap_inbox WHERE seq > ? AND seq <= ? ORDER BY seq`
+	qActivityInboxLastSeq = `SELECT COALESCE(max(seq), 0) FROM ap_inbox`
 
 	qActivityCounts = `SELECT
 		(SELECT count(*) FROM ap_deliveries WHERE status = 'pending'),
@@ -124,6 +125,14 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (kind, actor) DO UPDATE SET status = excluded.status, activity_id = excluded.activity_id,
 			updated_at = excluded.updated_at`
+	// Parameters: kind, actor.
+	qRelationshipAnswered = `SELECT status, answered_at FROM ap_relationships WHERE kind = ? AND actor = ?`
+	// Parameters: kind, actor, status, activity id, now (created_at, updated_at, answered_at),
+	// answered: 1 to set answered_at to now, 0 to keep it.
+	qRelationshipAnswer = `INSERT INTO ap_relationships (kind, actor, status, activity_id, created_at, updated_at, answered_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?5)
+		ON CONFLICT (kind, actor) DO UPDATE SET status = excluded.status, activity_id = excluded.activity_id,
+			updated_at = excluded.updated_at, answered_at = CASE WHEN ?6 THEN excluded.answered_at ELSE answered_at END`
 	// Parameters: status, updated_at, kind, actor, activity id.
 	qRelationshipSetStatus = `UPDATE ap_relationships SET status = ?, updated_at = ?
 		WHERE kind = ? AND actor = ? AND activity_id = ? RETURNING ` + qRelationshipColumns

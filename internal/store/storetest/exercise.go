@@ -173,6 +173,7 @@ func Exercise(t *testing.T, newOpener func(t testing.TB) Opener, migrations []st
 	exerciseLedger(t, setup)
 	exerciseAnchorLinks(t, setup)
 	exerciseActivity(t, setup)
+	exerciseInboxBounds(t, setup)
 
 	t.Run("Settings", func(t *testing.T) {
 		t.Parallel()

@@ -1,16 +1,18 @@
-package httpapi
+// Package ratelimit holds token buckets per key (a client address, an actor, a domain) whose
+// memory stays bounded however many keys a client can make up. What a key is, and what a
+// refusal answers, is the caller's.
+package ratelimit
 
 import (
 	"math"
-	"net"
-	"net/netip"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 )
 
-// rateLimiter is a token bucket per client: rate requests per second sustained, burst at once.
+// Keyed is a token bucket per key: rate requests per second sustained, burst at once. It is
+// safe for concurrent use.
 //
 // Its memory is bounded: it tracks at most maxClients clients. An entry idle long enough for its
 // bucket to refill is equivalent to no entry, so such entries are forgotten, by a sweep that runs
@@ -18,7 +20,7 @@ import (
 // scan per request). While the table stays full, clients without an entry share one overflow
 // bucket: together they get the rate of one client, so no set of clients, however large, can
 // exceed its share by being too many to track.
-type rateLimiter struct {
+type Keyed struct {
 	limit      rate.Limit
 	burst      int
 	maxClients int
@@ -39,18 +41,20 @@ type rateClient struct {
 // rateSweepInterval is the least time between two sweeps of a full table.
 const rateSweepInterval = time.Second
 
-func newRateLimiter(perSecond float64, burst, maxClients int) *rateLimiter {
+// New returns a Keyed limiter of perSecond (> 0) sustained and burst (≥ 1) at once per key,
+// tracking at most maxClients keys.
+func New(perSecond float64, burst, maxClients int) *Keyed {
 	idle := time.Duration(float64(burst) / perSecond * float64(time.Second))
-	return &rateLimiter{
+	return &Keyed{
 		limit: rate.Limit(perSecond), burst: burst, maxClients: maxClients, idle: idle, now: time.Now,
 		clients:  make(map[string]*rateClient),
 		overflow: rate.NewLimiter(rate.Limit(perSecond), burst),
 	}
 }
 
-// allow takes a token from key's bucket. When there is none it reports false and the time until
+// Allow takes a token from key's bucket. When there is none it reports false and the time until
 // there will be one.
-func (l *rateLimiter) allow(key string) (bool, time.Duration) {
+func (l *Keyed) Allow(key string) (bool, time.Duration) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -75,7 +79,7 @@ func (l *rateLimiter) allow(key string) (bool, time.Duration) {
 }
 
 // sweep forgets the clients whose buckets are full again.
-func (l *rateLimiter) sweep(now time.Time) {
+func (l *Keyed) sweep(now time.Time) {
 	l.lastSweep = now
 	for k, c := range l.clients {
 		if now.Sub(c.seen) >= l.idle {
@@ -84,32 +88,9 @@ func (l *rateLimiter) sweep(now time.Time) {
 	}
 }
 
-// len returns the number of clients tracked.
-func (l *rateLimiter) len() int {
+// Len returns the number of keys tracked.
+func (l *Keyed) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.clients)
-}
-
-// clientKey names the client a request comes from: its IPv4 address, or the /64 of its IPv6
-// address (one subscriber commonly holds a whole /64, so a per-address limit would be no limit).
-// The peer address is used, never a forwarded-for header, which any client can write.
-func clientKey(remoteAddr string) string {
-	host, _, err := net.SplitHostPort(remoteAddr)
-	if err != nil {
-		host = remoteAddr
-	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	addr = addr.Unmap()
-	if addr.Is4() {
-		return addr.String()
-	}
-	p, err := addr.WithZone("").Prefix(64)
-	if err != nil {
-		return host
-	}
-	return p.String()
 }
