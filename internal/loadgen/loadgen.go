@@ -339,7 +339,10 @@ func (r *runner) post(ctx context.Context, kind, suffix, reveal string, body []b
 	}
 	lat := time.Since(start)
 	if err != nil {
-		r.stats.posted(kind, lat, "transport")
+		if ctx.Err() == nil {
+			// A request the run itself cut short (Ctrl-C) is not the target's failure.
+			r.stats.unanswered(false, err)
+		}
 		return false
 	}
 	if status != http.StatusOK {
