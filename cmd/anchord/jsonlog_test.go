@@ -67,14 +67,14 @@ func TestJSONLogsParseStrictly(t *testing.T) {
 
 // TestJSONLogsParseStrictlyInAWitnessedCluster: a clustered domain (two instances on
 // PostgreSQL and RabbitMQ, its witness log in MariaDB, the witness backend) and its witness (an
-// embedded domain with a witness log on files), all with JSON logs, through start, an invitation,
+// embedded domain with a witness log on files, also a C2SP tlog-witness), all with JSON logs, through start, an invitation,
 // anchors witnessed under LogRequired, a follow, and shutdown. Every line each process wrote is
 // one JSON object without duplicate keys: tessera's own lines included, at their levels, and the
 // configuration with its types.
 func TestJSONLogsParseStrictlyInAWitnessedCluster(t *testing.T) {
 	t.Parallel()
 	jsonLogs := []string{"--log-format", "json"}
-	b := startDomain(t, "B", append([]string{"--witness-log", "--witness-log-checkpoint-interval", "200ms"}, jsonLogs...)...)
+	b := startDomain(t, "B", append([]string{"--witness-log", "--witness-log-checkpoint-interval", "200ms", "--tlog-witness"}, jsonLogs...)...)
 	a, cluster := startClusteredDomain(t, [][]string{nil, nil}, append(append(slices.Clone(witnessTiming),
 		"--witness-log", "--witness-log-mariadb-url", mariaDBDatabase(t)), jsonLogs...)...)
 	a.admin("policy", "set", "OutOf(1,system) LogRequired")
