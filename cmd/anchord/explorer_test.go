@@ -203,7 +203,8 @@ func (b *browser) requireAccessible(view string) {
 }
 
 // TestExplorerInABrowser drives the explorer in headless Chromium against a server under
-// anchord loadgen traffic: the token prompt of a server whose read API is guarded, the pipeline
+// anchord loadgen traffic: the token prompt of a server whose read API is guarded (and "Forget
+// token" only while a token is kept), the pipeline
 // chart moving while the load runs, a DID found by typing it and its history, an anchor opened
 // from that history, a batch file opened from the anchor, the deactivated and not-found states,
 // the federation's "not federated", keyboard use, contrast, and the phone width. Any error on
@@ -237,10 +238,12 @@ func TestExplorerInABrowser(t *testing.T) {
 	b.open("/explorer/pipeline")
 	b.waitFor("the token prompt", `!document.getElementById('auth').hidden`)
 	b.requireAccessible("the token prompt")
+	require.False(t, eval[bool](b, forgetShown), `no "Forget token" without a token`)
 	b.do("enter the token",
 		chromedp.SendKeys(chromedp.CSS("#auth-token"), explorerToken),
 		chromedp.KeyEvent(kb.Enter))
 	b.waitFor("the rate chart", `document.getElementById('rate-chart') !== null && document.getElementById('auth').hidden`)
+	require.True(t, eval[bool](b, forgetShown), `"Forget token" once a token is kept`)
 
 	// The chart moves under load: new samples arrive and the counters climb.
 	type chartState struct {
@@ -370,8 +373,18 @@ func TestExplorerInABrowser(t *testing.T) {
 	b.requireAccessible("the pipeline on a phone")
 	b.screenshot(artifacts, "pipeline-phone.png")
 
+	b.do("forget the token", chromedp.Click(chromedp.CSS("#forget-token")))
+	b.waitFor(`"Forget token" gone`, "!("+forgetShown+")")
+
 	require.Empty(t, b.pageErrors(), "errors on the page's console")
 }
+
+// forgetShown is whether the "Forget token" button takes space on the page (a CSS rule could
+// show an element whose hidden attribute is set).
+const forgetShown = `(() => {
+	const f = document.getElementById('forget-token');
+	return getComputedStyle(f).display !== 'none' && f.getClientRects().length > 0;
+})()`
 
 // waitIndexed waits until the explorer API lists want operations of did.
 func waitIndexed(t *testing.T, base, did string, want int) {
@@ -391,4 +404,49 @@ func waitIndexed(t *testing.T, base, did string, want int) {
 		}
 		return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&h) == nil && h.Total == want
 	}, "%s has %d anchored operations", did, want)
+}
+
+// TestExplorerOfAFollowerInABrowser: B follows A. B's explorer shows a DID anchored at A with
+// the anchor origin its resolution metadata names, and its federation view shows A under
+// "Following", the last activity B sent it (its Follow) labelled as sent to it.
+func TestExplorerOfAFollowerInABrowser(t *testing.T) {
+	t.Parallel()
+	a := startDomain(t, "A")
+	b := startDomain(t, "B")
+	b.follow(a)
+	load := newFedLoad(t, a.api)
+	load.creates(1, 1)
+	did := load.dids()[0]
+	var origin string
+	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
+		r := b.resolve(did)
+		origin = r.origin
+		return r.published && origin != ""
+	}, "the DID resolves at B with its anchor origin")
+
+	br := startBrowser(t, "http://"+b.addr)
+	br.open("/explorer/did/" + did)
+	br.waitFor("the DID's facts", `document.querySelector('[data-fact="anchor-origin"]') !== null`)
+	require.Equal(t, origin, eval[string](br, `document.querySelector('[data-fact="anchor-origin"]').textContent`))
+	require.Equal(t, "Anchor origin", eval[string](br, `document.querySelector('[data-fact="anchor-origin"]').closest('div, tr, dd').previousElementSibling.textContent`))
+	br.requireAccessible("a follower's DID page")
+
+	br.open("/explorer/federation")
+	br.waitFor("the federation view", `[...document.querySelectorAll('main h2')].some((h) => h.textContent === 'Following')`)
+	const following = `(() => {
+		const h = [...document.querySelectorAll('main h2')].find((h) => h.textContent === 'Following');
+		const t = h.nextElementSibling.querySelector('table');
+		return {head: [...t.querySelectorAll('thead th')].map((th) => th.textContent),
+			row: [...t.querySelectorAll('tbody tr:first-child td')].map((td) => td.textContent)};
+	})()`
+	type table struct {
+		Head []string `json:"head"`
+		Row  []string `json:"row"`
+	}
+	got := eval[table](br, following)
+	require.Equal(t, "Last sent to it", got.Head[2])
+	require.Equal(t, a.actor, got.Row[0])
+	require.Contains(t, got.Row[2], "Follow", "what B last sent A")
+	br.requireAccessible("the federation view")
+	require.Empty(t, br.pageErrors(), "errors on the page's console")
 }

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/anchord/anchord/internal/admin"
@@ -18,6 +16,7 @@ import (
 	"github.com/anchord/anchord/internal/daemon"
 	"github.com/anchord/anchord/internal/devledger"
 	"github.com/anchord/anchord/internal/loadgen"
+	"github.com/anchord/anchord/internal/logger"
 	"github.com/anchord/anchord/internal/param"
 )
 
@@ -90,7 +89,8 @@ func serve(args []string, lookupEnv func(string) (string, bool), stdout, stderr 
 		fmt.Fprintf(stderr, "anchord serve: %v\n", err)
 		return 2
 	}
-	logger := newLogger(cfg, stderr)
+	log := logger.New(cfg.LogFormat, cfg.LogLevel, stderr)
+	logger.Capture(log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -99,8 +99,8 @@ func serve(args []string, lookupEnv func(string) (string, bool), stdout, stderr 
 		<-ctx.Done()
 		stop()
 	}()
-	if err := daemon.Run(ctx, cfg, daemon.Options{Logger: logger, Build: buildinfo.Read(version, revision)}); err != nil {
-		logger.Error("anchord failed", "error", err)
+	if err := daemon.Run(ctx, cfg, daemon.Options{Logger: log, Build: buildinfo.Read(version, revision)}); err != nil {
+		log.Error("anchord failed", "error", err)
 		return 1
 	}
 	return 0
@@ -122,23 +122,4 @@ func loadgenCmd(args []string, lookupEnv func(string) (string, bool), stdout, st
 		return 1
 	}
 	return 0
-}
-
-func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(strings.ToUpper(cfg.LogLevel)))
-	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationText}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-// durationText logs every duration one way, as Go duration text ("1.5s"), in JSON as in text:
-// the JSON handler would otherwise write nanoseconds.
-func durationText(_ []string, a slog.Attr) slog.Attr {
-	if a.Value.Kind() == slog.KindDuration {
-		a.Value = slog.StringValue(a.Value.Duration().String())
-	}
-	return a
 }

@@ -329,9 +329,8 @@ func TestLogRequiredCountsOnlyWitnessesWithALog(t *testing.T) {
 	c := startDomain(t, "C")
 	a.admin("policy", "set", "OutOf(1,system) LogRequired")
 	a.invite(b, c)
-	// The origin learns from WebFinger, in the background, which witnesses keep a log; an
-	// anchor written before it knows finds no eligible witness and is offered to B by the
-	// status monitor.
+	// The origin reads B's and C's WebFinger as their Accepts arrive, so it knows which keeps
+	// a log before the first anchor.
 
 	load := newFedLoad(t, a.api)
 	for range 3 {
@@ -359,4 +358,35 @@ func TestLogRequiredCountsOnlyWitnessesWithALog(t *testing.T) {
 		return len(lines) > 1 && lines[1] == fmt.Sprint(len(anchors))
 	}, "B's log holds one credential per anchor")
 	requirePrivateTree(t, filepath.Join(b.dir, "log"))
+}
+
+// TestFirstAnchorAfterAnInvitationIsWitnessedAtOnce: A, with the status monitor's defaults
+// (every 10 s, a one-minute grace period), invites B, which keeps a log, under
+// OutOf(1,system) LogRequired. A reads B's log as B's Accept is handled, so the first anchor
+// after it is offered to B as it is written and completes in seconds, not after the grace
+// period. (Before, A learnt B's log at its next background read; the anchor found no eligible
+// witness and waited for the monitor: 65 s.)
+func TestFirstAnchorAfterAnInvitationIsWitnessedAtOnce(t *testing.T) {
+	t.Parallel()
+	b := startDomain(t, "B", "--witness-log", "--witness-log-checkpoint-interval", "200ms")
+	a := startDomain(t, "A", "--anchor-backend", "witness")
+	a.admin("policy", "set", "OutOf(1,system) LogRequired")
+	a.invite(b)
+
+	load := newFedLoad(t, a.api)
+	start := time.Now()
+	load.creates(1, 1)
+	anchordtest.Eventually(t, 50*time.Second, 50*time.Millisecond, func() bool {
+		return load.publishedAt(a) == 1
+	}, "the first DID is published at A")
+	took := time.Since(start)
+	t.Logf("the first witnessed anchor after the invitation: create to published at A in %s", took.Round(time.Millisecond))
+
+	require.Equal(t, 1.0, witnessMetric(t, a, `anchord_witness_offers_total{reason="first"}`), "offered to B as it was written")
+	require.Zero(t, witnessMetric(t, a, `anchord_witness_offers_total{reason="reselect"}`), "not by the status monitor")
+	anchors := a.api.anchors(t)
+	require.Len(t, anchors, 1)
+	require.Len(t, anchors[0].Witnesses, 1)
+	require.True(t, anchors[0].Witnesses[0].HasLog)
+	require.True(t, anchors[0].Witnesses[0].Selected)
 }

@@ -136,8 +136,8 @@ func StartProcess(tb testing.TB, cfg ProcessConfig) *Process {
 	return p
 }
 
-// adminLine is the start-up line that names the admin listener's address.
-var adminLine = regexp.MustCompile(`msg="admin listener" addr=(\S+)`)
+// adminLine is the start-up line that names the admin listener's address, in text or JSON.
+var adminLine = regexp.MustCompile(`msg="admin listener" addr=(\S+)|"msg":"admin listener","addr":"([^"]+)"`)
 
 // AdminAddr returns the address of the process's admin listener, from its log; it waits up to
 // 30 s for the line.
@@ -146,7 +146,7 @@ func (p *Process) AdminAddr() string {
 	var addr string
 	Eventually(p.tb, 30*time.Second, 20*time.Millisecond, func() bool {
 		if m := adminLine.FindStringSubmatch(p.Log()); m != nil {
-			addr = m[1]
+			addr = m[1] + m[2]
 		}
 		return addr != ""
 	}, "the process logs its admin listener")

@@ -26,7 +26,6 @@ import (
 	"github.com/anchord/anchord/internal/peer"
 	"github.com/anchord/anchord/internal/pubsub"
 	"github.com/anchord/anchord/internal/pubsub/amqppubsub"
-	"github.com/anchord/anchord/internal/secret"
 	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/store/pgstore"
 	"github.com/anchord/anchord/internal/store/sqlitestore"
@@ -489,12 +488,8 @@ func (c Config) LogGroups() [][]slog.Attr {
 	params := c.params()
 	sort.SliceStable(params, func(i, j int) bool { return params[i].Name() < params[j].Name() })
 	for _, p := range params {
-		v := p.Value()
-		if p.IsSecret() {
-			v = secret.RedactURL(v)
-		}
 		i := groupOf(p.Name())
-		out[i] = append(out[i], slog.String(strings.ReplaceAll(p.Name(), "-", "_"), v))
+		out[i] = append(out[i], slog.Attr{Key: strings.ReplaceAll(p.Name(), "-", "_"), Value: p.LogValue()})
 	}
 	return out
 }

@@ -3,7 +3,9 @@ package config
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -196,4 +198,27 @@ func TestSecretsAreRedactedInLogs(t *testing.T) {
 		require.NotContains(t, out, secret)
 	}
 	require.Contains(t, out, `"database_url":"postgres://anchord:xxxxx@db:5432/anchord?password=xxxxx&sslmode=verify-full"`)
+}
+
+// TestConfigurationIsLoggedWithTypes: in a JSON log line numbers are numbers, booleans are
+// booleans and durations are Go duration text, as an operator's log pipeline would query them.
+func TestConfigurationIsLoggedWithTypes(t *testing.T) {
+	t.Parallel()
+	cfg := Default()
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	for _, g := range cfg.LogGroups() {
+		logger.LogAttrs(context.Background(), slog.LevelInfo, "configuration", g...)
+	}
+	values := map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var obj map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &obj), line)
+		maps.Copy(values, obj)
+	}
+	require.Equal(t, float64(65536), values["max_document_bytes"])
+	require.Equal(t, 1.5, values["mq_redelivery_multiplier"])
+	require.Equal(t, false, values["access_log"])
+	require.Equal(t, "2s", values["batch_writer_timeout"])
+	require.Equal(t, "sidetree", values["did_method"])
 }

@@ -51,8 +51,9 @@ type Config struct {
 	Key         *Key
 	Logs        Logs
 	Checkpoints Checkpoints
-	Logger      *slog.Logger
-	Registerer  prometheus.Registerer
+	// Logger receives the witness's lines; the caller gives it its component attribute.
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
 	// Now is the clock of the cosignatures' timestamps; nil: time.Now.
 	Now func() time.Time
 }
@@ -83,7 +84,7 @@ func New(cfg Config) (*Witness, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Witness{cfg: cfg, logger: cfg.Logger.With("component", "cosigner", "witness", cfg.Key.Name()), m: m}, nil
+	return &Witness{cfg: cfg, logger: cfg.Logger.With("witness", cfg.Key.Name()), m: m}, nil
 }
 
 // Router is where Register puts the routes; httpapi.Router and *http.ServeMux are both one.

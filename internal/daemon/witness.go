@@ -72,10 +72,13 @@ func (c *core) witnessBackend(ctx context.Context, svc *federation.Service, give
 	if err != nil {
 		return nil, err
 	}
-	logs := &witnessLogs{svc: svc, interval: cfg.MonitorInterval, logger: c.log("witness"), has: map[string]bool{}}
+	logs := &witnessLogs{svc: svc, interval: cfg.MonitorInterval, logger: c.log("witness"), has: map[string]bool{}, learned: map[string]uint64{}}
 	cfg.HasLog = logs.hasLog
 	// It only reads other domains' WebFinger documents.
 	c.sup.add(StageConsumers, "witness-logs", logs.Run)
+	if err := svc.OnWitnessAccepted(logs.learn); err != nil {
+		return nil, err
+	}
 	requeue := submitter.RequeueFunc(anchor.RequeueFunc(anchor.RequeueConfig{
 		Profile: c.profile, Limits: c.limits, FetchFunc: c.cas.FetchFunc, GiveBackTxFunc: giveBack,
 	}))
@@ -221,8 +224,9 @@ func (c *core) credentialRoutes(endpoint string) func(mux httpapi.Router) {
 
 // witnessLogs remembers which of our witnesses keep a log we can read (LogRequired counts only
 // those). The witness backend asks inside the batch's transaction, where no request to another
-// domain may be made, so the answers are read in the background, every interval; a witness not
-// read yet, or whose WebFinger could not be read, counts as without a log.
+// domain may be made, so the answers are read outside it: for a witness, as its Accept of our
+// invitation is handled (learn), and for all of them every interval; a witness not read yet, or
+// whose WebFinger could not be read, counts as without a log.
 type witnessLogs struct {
 	svc      *federation.Service
 	interval time.Duration
@@ -230,12 +234,32 @@ type witnessLogs struct {
 
 	mu  sync.RWMutex
 	has map[string]bool
+	// learned holds the generation at which learn read a witness, so that a refresh that
+	// listed the witnesses before it was accepted does not forget it.
+	learned map[string]uint64
+	gen     uint64
 }
 
 func (w *witnessLogs) hasLog(actor string) bool {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	return w.has[actor]
+}
+
+// learn reads whether a witness that has just accepted our invitation keeps a log. Without it
+// the first anchors after an invitation would find the witness without a log until the next
+// refresh, and, under LogRequired, wait for the status monitor.
+func (w *witnessLogs) learn(ctx context.Context, actor string) {
+	_, ok, err := w.svc.PeerLog(ctx, actor)
+	if err != nil {
+		w.logger.WarnContext(ctx, "read the witness log of a new witness; read again within the interval", "actor", actor, "error", err)
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.gen++
+	w.has[actor] = ok
+	w.learned[actor] = w.gen
 }
 
 // Run refreshes the answers until ctx is done.
@@ -251,6 +275,9 @@ func (w *witnessLogs) Run(ctx context.Context) error {
 }
 
 func (w *witnessLogs) runOnce(ctx context.Context) error {
+	w.mu.RLock()
+	start := w.gen
+	w.mu.RUnlock()
 	actors, err := w.svc.Witnesses(ctx)
 	if err != nil {
 		return err
@@ -266,6 +293,13 @@ func (w *witnessLogs) runOnce(ctx context.Context) error {
 		has[a] = ok
 	}
 	w.mu.Lock()
+	for a, gen := range w.learned {
+		if _, listed := has[a]; !listed && gen > start {
+			has[a] = w.has[a] // accepted after the list was read
+			continue
+		}
+		delete(w.learned, a)
+	}
 	w.has = has
 	w.mu.Unlock()
 	return errors.Join(errs...)

@@ -226,6 +226,14 @@ func (s *Service) handleAnswer(ctx context.Context, in Inbound) error {
 	if a.Type == activity.TypeReject {
 		status = store.RelationshipRejected
 	}
+	if kind == store.RelationshipWitness && status == store.RelationshipAccepted {
+		s.mu.RLock()
+		f := s.witnessAccepted
+		s.mu.RUnlock()
+		if f != nil {
+			f(ctx, in.Actor)
+		}
+	}
 	_, err = s.st.RelationshipSetStatus(ctx, store.RelationshipSetStatusParams{Kind: kind, Actor: in.Actor, ActivityID: req.ID, Status: status})
 	if errors.Is(err, store.ErrNotFound) && status == store.RelationshipAccepted {
 		// An Accept of an earlier request of ours, while a later one waits: the peer answers a

@@ -92,7 +92,9 @@ type Service struct {
 	// answers handle Accepts and Rejects of our activities other than Follow and Invite, by the
 	// type of the activity answered (an Offer's Accept carries a witness's proof).
 	answers map[activity.Type]Handler
-	started bool
+	// witnessAccepted runs as a witness's Accept of our invitation is handled (OnWitnessAccepted).
+	witnessAccepted func(ctx context.Context, actor string)
+	started         bool
 
 	peerLogs peerLogs
 }
@@ -211,6 +213,21 @@ func (s *Service) RegisterAnswerHandler(t activity.Type, h Handler) error {
 		return fmt.Errorf("register answer handler for %s: already registered", t)
 	}
 	s.answers[t] = h
+	return nil
+}
+
+// OnWitnessAccepted registers f, run when a witness's Accept of our invitation is handled and
+// before the relationship is recorded as accepted, so that what f learns about the witness (the
+// witness backend reads whether it keeps a log) is known to this instance by the time an anchor
+// can select it. f runs in the inbox processor and must be bounded by ctx; what it fails to
+// learn is for it to learn later. Like RegisterHandler, before Run.
+func (s *Service) OnWitnessAccepted(f func(ctx context.Context, actor string)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("on witness accepted: the inbox processor already runs")
+	}
+	s.witnessAccepted = f
 	return nil
 }
 

@@ -43,7 +43,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	f.m.inFlight.Inc()
 	defer f.m.inFlight.Dec()
-	sw := &statusWriter{ResponseWriter: w, req: r}
+	sw := &statusWriter{ResponseWriter: w, req: r, mux: f.mux}
 	route := ""
 	defer func() {
 		if route == "" {
@@ -154,6 +154,7 @@ func (l *routeLabels) of(r *http.Request) string {
 type statusWriter struct {
 	http.ResponseWriter
 	req     *http.Request
+	mux     *http.ServeMux
 	code    int
 	replace bool // the router's plain-text body is being dropped
 }
@@ -164,6 +165,11 @@ func (w *statusWriter) WriteHeader(code int) {
 		return
 	}
 	w.code = code
+	if w.req.Pattern == "" && (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) {
+		// The mux records the pattern it matched on the request it dispatched, and a guard
+		// hands it a copy of this one: ask the mux, or a route's own 404 would lose its body.
+		_, w.req.Pattern = w.mux.Handler(w.req)
+	}
 	// No pattern matched, so the mux itself is answering (http.Error, text/plain).
 	if w.req.Pattern == "" && (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) {
 		w.replace = true

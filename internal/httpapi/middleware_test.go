@@ -113,32 +113,42 @@ func TestRandomMethodsAndPathsAddNoSeries(t *testing.T) {
 	require.Less(t, len(body), 64<<10)
 }
 
+// TestRouterErrorsAreJSON: the router's own 404 and 405 get the JSON error body, and a route's
+// own 404 keeps its body; so with a guard in front (--auth-tokens-def), which hands the router a
+// copy of the request.
 func TestRouterErrorsAreJSON(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{Routes: func(mux Router) {
-		mux.HandleFunc("POST /things/{id}", func(w http.ResponseWriter, r *http.Request) {
-			WriteError(w, http.StatusNotFound, "no_such_thing", "no thing "+r.PathValue("id"))
+	guard, err := ParseTokenAuth(`^/guarded|r|`, "r=s3cret")
+	require.NoError(t, err)
+	for name, g := range map[string]func(http.Handler) http.Handler{"no guard": nil, "a guard": guard.Wrap} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, Config{Guard: g, Routes: func(mux Router) {
+				mux.HandleFunc("POST /things/{id}", func(w http.ResponseWriter, r *http.Request) {
+					WriteError(w, http.StatusNotFound, "no_such_thing", "no thing "+r.PathValue("id"))
+				})
+			}})
+			long := strings.Repeat("p", 4000)
+			resp, body := do(t, http.MethodGet, b.base+"/"+long, "")
+			require.Equal(t, http.StatusNotFound, resp.StatusCode)
+			require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+			require.Equal(t, "not_found", errorCode(t, body))
+			require.NotContains(t, string(body), "ppp", "the path is not echoed")
+
+			resp, body = do(t, http.MethodDelete, b.base+"/things/x", "")
+			require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+			require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+			require.Equal(t, "POST", resp.Header.Get("Allow"))
+			var eb ErrorBody
+			require.NoError(t, json.Unmarshal(body, &eb))
+			require.Equal(t, "method_not_allowed", eb.Code)
+
+			// A handler's own 404 keeps its body.
+			resp, body = do(t, http.MethodPost, b.base+"/things/x", "")
+			require.Equal(t, http.StatusNotFound, resp.StatusCode)
+			require.Equal(t, "no_such_thing", errorCode(t, body))
 		})
-	}})
-	long := strings.Repeat("p", 4000)
-	resp, body := do(t, http.MethodGet, b.base+"/"+long, "")
-	require.Equal(t, http.StatusNotFound, resp.StatusCode)
-	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
-	require.Equal(t, "not_found", errorCode(t, body))
-	require.NotContains(t, string(body), "ppp", "the path is not echoed")
-
-	resp, body = do(t, http.MethodDelete, b.base+"/things/x", "")
-	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
-	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
-	require.Equal(t, "POST", resp.Header.Get("Allow"))
-	var eb ErrorBody
-	require.NoError(t, json.Unmarshal(body, &eb))
-	require.Equal(t, "method_not_allowed", eb.Code)
-
-	// A handler's own 404 keeps its body.
-	resp, body = do(t, http.MethodPost, b.base+"/things/x", "")
-	require.Equal(t, http.StatusNotFound, resp.StatusCode)
-	require.Equal(t, "no_such_thing", errorCode(t, body))
+	}
 }
 
 func TestMethodLabel(t *testing.T) {

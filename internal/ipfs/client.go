@@ -54,7 +54,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new ipfs client: %w", err)
 	}
-	c := &Client{cfg: cfg, base: base, http: cfg.HTTPClient, log: cfg.Logger.With("component", "ipfs"), m: m}
+	c := &Client{cfg: cfg, base: base, http: cfg.HTTPClient, log: cfg.Logger, m: m}
 	if c.http == nil {
 		c.own = true
 		c.http = &http.Client{

@@ -37,6 +37,7 @@ type Config struct {
 	// connections Close releases.
 	HTTPClient *http.Client
 
+	// Logger receives the client's lines; the caller gives it its component attribute.
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 }

@@ -7,6 +7,9 @@
 // long run shows drift; a "resolve" weight in the mix GETs known DIDs (--resolve-dids, an
 // --accepted-out file) and reports GET/s.
 //
+// Latencies are those of answered requests: a request that got no answer (refused, reset, timed
+// out) is counted as an error and fails the run, since its target was not there the whole time.
+//
 // To keep the generator's own CPU out of the measurement on a small machine, creates draw their
 // update and recovery keys from a small pool (DIDs stay distinct because every create's
 // document differs); updates, recovers and deactivates rotate real per-DID keys.

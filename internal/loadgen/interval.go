@@ -13,7 +13,8 @@ type interval struct {
 	errors   int
 	post     []time.Duration
 	resolve  []time.Duration // accept→resolvable of the measured operations that resolved in it
-	gets     []time.Duration // resolutions sent by a resolve mix
+	gets     []time.Duration // answered resolutions sent by a resolve mix
+	getsSent int
 	getsOK   int
 }
 
@@ -45,21 +46,28 @@ func (iv *interval) observePost(lat time.Duration, accepted bool) {
 	}
 }
 
+// observePostUnanswered counts a POST that got no answer: an error, with no latency.
+func (iv *interval) observePostUnanswered() { iv.errors++ }
+
 func (iv *interval) observeResolved(lat time.Duration) { iv.resolve = append(iv.resolve, lat) }
 
 func (iv *interval) observeGet(lat time.Duration, ok bool) {
 	iv.gets = append(iv.gets, lat)
+	iv.getsSent++
 	if ok {
 		iv.getsOK++
 	}
 }
+
+// observeGetUnanswered counts a resolution that got no answer, with no latency.
+func (iv *interval) observeGetUnanswered() { iv.getsSent++ }
 
 // cut ends the interval at to and starts the next one there.
 func (iv *interval) cut(to time.Duration) Interval {
 	out := Interval{
 		From: iv.from, To: to, Accepted: iv.accepted, Errors: iv.errors, POST: percentiles(iv.post),
 		Resolve: percentiles(iv.resolve), Resolved: len(iv.resolve),
-		GETs: len(iv.gets), GETsOK: iv.getsOK, GET: percentiles(iv.gets),
+		GETs: iv.getsSent, GETsOK: iv.getsOK, GET: percentiles(iv.gets),
 	}
 	*iv = interval{from: to}
 	return out
@@ -67,7 +75,7 @@ func (iv *interval) cut(to time.Duration) Interval {
 
 // empty reports whether nothing was observed since the last cut.
 func (iv *interval) empty() bool {
-	return len(iv.post) == 0 && len(iv.resolve) == 0 && len(iv.gets) == 0
+	return len(iv.post) == 0 && iv.errors == 0 && len(iv.resolve) == 0 && iv.getsSent == 0
 }
 
 // perSec rates n over the interval's length.

@@ -317,7 +317,12 @@ func (r *runner) change(ctx context.Context, kind string, id *wallet.Identity, m
 
 // target returns the next target in turn.
 func (r *runner) target() string {
-	return r.targets[int(r.next.Add(1)-1)%len(r.targets)]
+	return r.targets[r.turn()]
+}
+
+// turn returns the index of the next target in turn.
+func (r *runner) turn() int {
+	return int(r.next.Add(1)-1) % len(r.targets)
 }
 
 // post sends one operation and records the outcome; it reports whether it was accepted. With
@@ -328,8 +333,12 @@ func (r *runner) post(ctx context.Context, kind, suffix, reveal string, body []b
 	var status int
 	var respBody []byte
 	var err error
+	// Each try goes to another target: the turn is shared by every worker, so taking the next
+	// turn could meet the same dead target again.
+	first := r.turn()
 	for try := 0; try < len(r.targets); try++ {
-		status, respBody, err = r.wire.do(ctx, r.target(), http.MethodPost, "/sidetree/v1/operations", "application/json", body, true)
+		target := r.targets[(first+try)%len(r.targets)]
+		status, respBody, err = r.wire.do(ctx, target, http.MethodPost, "/sidetree/v1/operations", "application/json", body, true)
 		if err == nil && status == http.StatusServiceUnavailable && try+1 < len(r.targets) {
 			continue
 		}
@@ -339,7 +348,10 @@ func (r *runner) post(ctx context.Context, kind, suffix, reveal string, body []b
 	}
 	lat := time.Since(start)
 	if err != nil {
-		r.stats.posted(kind, lat, "transport")
+		if ctx.Err() == nil {
+			// A request the run itself cut short (Ctrl-C) is not the target's failure.
+			r.stats.unanswered(false, err)
+		}
 		return false
 	}
 	if status != http.StatusOK {

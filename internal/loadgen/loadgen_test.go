@@ -3,9 +3,13 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -141,4 +145,35 @@ func TestPercentilesAndMix(t *testing.T) {
 	}
 	require.Equal(t, map[string]int{"create": 100, "update": 300}, counts)
 	require.False(t, m.onlyCreates())
+}
+
+// TestPostTriesEveryTarget: with one of two targets dead, every operation is answered by the
+// other. The workers share the turn, so a retry that took the next turn could meet the dead
+// target again, and count an operation the live target would have taken as unanswered.
+func TestPostTriesEveryTarget(t *testing.T) {
+	t.Parallel()
+	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(live.Close)
+	dead := "http://" + anchordtest.FreeAddr(t)
+	r := &runner{targets: []string{dead, live.URL}, stats: newStats()}
+	var err error
+	r.wire, err = newWire(r.targets, 16, 5*time.Second)
+	require.NoError(t, err)
+	t.Cleanup(r.wire.close)
+
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 25 {
+				r.post(context.Background(), "create", "suffix", "reveal", []byte(`{}`))
+			}
+		})
+	}
+	wg.Wait()
+	sum := r.stats.summary(time.Second)
+	require.Zero(t, sum.NoAnswer, "errors: %v", sum.Errors)
+	require.Equal(t, 200, sum.Accepted)
 }

@@ -68,6 +68,11 @@ func (r *runner) pickDID() string {
 // decoded: the generator shares the machine, and the figure is the server's.
 func (r *runner) get(ctx context.Context, suffix string) {
 	start := time.Now()
-	status, _, _ := r.wire.do(ctx, r.target(), http.MethodGet, "/sidetree/v1/identifiers/did:"+r.cfg.Method+":"+suffix, "", nil, false)
-	r.stats.got(time.Since(start), status) // 0: no answer
+	status, _, err := r.wire.do(ctx, r.target(), http.MethodGet, "/sidetree/v1/identifiers/did:"+r.cfg.Method+":"+suffix, "", nil, false)
+	switch {
+	case err == nil:
+		r.stats.got(time.Since(start), status)
+	case ctx.Err() == nil:
+		r.stats.unanswered(true, err)
+	}
 }

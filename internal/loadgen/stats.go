@@ -17,8 +17,8 @@ type stats struct {
 	accepted  int
 	byType    map[string]int
 	errors    map[string]int
-	post      []time.Duration // every POST
-	window    []time.Duration // POSTs since the last progress line
+	post      []time.Duration // every answered POST
+	window    []time.Duration // answered POSTs since the last progress line
 	resolve   []time.Duration // accept → resolvable, followed operations
 	timeouts  int
 	following int
@@ -29,9 +29,16 @@ type stats struct {
 	samples  []ResolveSample
 	errsSeen int // errors counted into series so far
 
-	gets     []time.Duration // resolutions of a resolve mix
+	gets     []time.Duration // answered resolutions of a resolve mix
+	getsSent int             // every resolution sent, answered or not
 	getsOK   int
 	getsSeen int // resolutions counted into progress lines so far
+
+	// noAnswer counts the requests that got no answer (connection refused, reset or timed
+	// out): they have no latency to count, and a run that has them measured a target that
+	// was not there the whole time. firstNoAnswer is the first one's reason.
+	noAnswer      int
+	firstNoAnswer string
 
 	iv        interval // the current --interval
 	intervals []Interval
@@ -62,6 +69,8 @@ func (s *stats) fallBack(kind string) {
 	s.mu.Unlock()
 }
 
+// posted records one answered POST: its latency and, when it was not accepted, its status and
+// error code.
 func (s *stats) posted(kind string, lat time.Duration, errCode string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -75,6 +84,26 @@ func (s *stats) posted(kind string, lat time.Duration, errCode string) {
 	}
 	s.accepted++
 	s.byType[kind]++
+}
+
+// unanswered records a request that got no answer, counted among the errors as "transport"
+// (a POST) or "GET:none" (a resolution), with no latency: it measured nothing of the server.
+func (s *stats) unanswered(get bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noAnswer++
+	if s.firstNoAnswer == "" {
+		s.firstNoAnswer = err.Error()
+	}
+	if get {
+		s.getsSent++
+		s.errors["GET:none"]++
+		s.iv.observeGetUnanswered()
+		return
+	}
+	s.sent++
+	s.errors["transport"]++
+	s.iv.observePostUnanswered()
 }
 
 func (s *stats) followStart() {
@@ -98,12 +127,13 @@ func (s *stats) followDone(start time.Time, lat time.Duration, measured, ok bool
 	}
 }
 
-// got records one resolution of a resolve mix: its latency and whether it answered 200. Any
-// other answer is counted among the errors as GET:<status>.
+// got records one answered resolution of a resolve mix: its latency and whether it answered
+// 200. Any other answer is counted among the errors as GET:<status>.
 func (s *stats) got(lat time.Duration, status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gets = append(s.gets, lat)
+	s.getsSent++
 	ok := status == 200
 	if ok {
 		s.getsOK++
@@ -143,8 +173,8 @@ func (s *stats) progress(w io.Writer, elapsed time.Duration, lastAccepted *int) 
 	p := percentiles(win)
 	s.series = append(s.series, Point{At: elapsed, Accepted: accepted - *lastAccepted, Errors: errs - s.errsSeen, POST: p})
 	s.errsSeen = errs
-	gets := len(s.gets) - s.getsSeen
-	s.getsSeen = len(s.gets)
+	gets := s.getsSent - s.getsSeen
+	s.getsSeen = s.getsSent
 	s.mu.Unlock()
 	getsPart := ""
 	if gets > 0 {
@@ -163,7 +193,7 @@ type Summary struct {
 	AcceptedByType map[string]int
 	AcceptedPerSec float64
 	Errors         map[string]int
-	POST           map[int]time.Duration // percentile → latency (50, 95, 99, 100)
+	POST           map[int]time.Duration // percentile → latency (50, 95, 99, 100) of the answered POSTs
 	Resolve        map[int]time.Duration // accept → resolvable (50, 95, 100)
 	Followed       int
 	FollowTimeouts int
@@ -176,8 +206,8 @@ type Summary struct {
 	// Series has one point per second of the timed phase; Samples the measured operations.
 	Series  []Point
 	Samples []ResolveSample
-	// GETs counts the resolutions of a resolve mix, GETsOK those answered 200, GET their
-	// latency percentiles.
+	// GETs counts the resolutions of a resolve mix, GETsOK those answered 200, GET the
+	// latency percentiles of those answered.
 	GETs      int
 	GETsOK    int
 	GETPerSec float64
@@ -186,6 +216,10 @@ type Summary struct {
 	Intervals []Interval
 	// Usage is the machine's, the servers' and the generator's CPU over the timed phase.
 	Usage Usage
+	// NoAnswer counts the requests (POSTs and GETs) that got no answer, FirstNoAnswer the
+	// first one's reason.
+	NoAnswer      int
+	FirstNoAnswer string
 }
 
 func (s *stats) summary(elapsed time.Duration) Summary {
@@ -195,7 +229,8 @@ func (s *stats) summary(elapsed time.Duration) Summary {
 		Elapsed: elapsed, Sent: s.sent, Accepted: s.accepted, AcceptedByType: map[string]int{}, Errors: map[string]int{},
 		POST: percentiles(s.post), Resolve: percentiles(s.resolve), Followed: len(s.resolve), FollowTimeouts: s.timeouts,
 		FellBack: map[string]int{}, Series: slices.Clone(s.series), Samples: slices.Clone(s.samples),
-		GETs: len(s.gets), GETsOK: s.getsOK, GET: percentiles(s.gets), Intervals: slices.Clone(s.intervals),
+		GETs: s.getsSent, GETsOK: s.getsOK, GET: percentiles(s.gets), Intervals: slices.Clone(s.intervals),
+		NoAnswer: s.noAnswer, FirstNoAnswer: s.firstNoAnswer,
 	}
 	for k, v := range s.fellBack {
 		out.FellBack[k] = v
@@ -208,7 +243,7 @@ func (s *stats) summary(elapsed time.Duration) Summary {
 	}
 	if elapsed > 0 {
 		out.AcceptedPerSec = float64(s.accepted) / elapsed.Seconds()
-		out.GETPerSec = float64(len(s.gets)) / elapsed.Seconds()
+		out.GETPerSec = float64(s.getsSent) / elapsed.Seconds()
 	}
 	return out
 }
@@ -231,6 +266,9 @@ func (s Summary) Write(w io.Writer) {
 			s.GETs, s.Elapsed.Round(time.Millisecond), s.GETPerSec, s.GETsOK, fmtDur(s.GET[50]), fmtDur(s.GET[95]), fmtDur(s.GET[99]), fmtDur(s.GET[100]))
 	}
 	fmt.Fprintf(w, "  errors by code:   %s\n", formatCounts(s.Errors))
+	if s.NoAnswer > 0 {
+		fmt.Fprintf(w, "  no answer:        %d requests, not in the latencies; the first: %s\n", s.NoAnswer, s.FirstNoAnswer)
+	}
 	if s.Usage.Cores > 0 {
 		fmt.Fprintf(w, "  cpu:              %s\n", s.Usage)
 	}

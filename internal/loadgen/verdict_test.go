@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -106,4 +107,43 @@ func mustKey(t *testing.T) *wallet.Key {
 	k, err := wallet.New(wallet.Config{Profile: sidetree.Profile{Method: MethodDefault}}).NewKey()
 	require.NoError(t, err)
 	return k
+}
+
+// TestUnansweredRequestsAreNotLatenciesAndFailTheRun: requests that got no answer (a target
+// that died) count as errors, stay out of the latency percentiles (their fast refusals would
+// pull p50 down), and fail the run naming the first reason.
+func TestUnansweredRequestsAreNotLatenciesAndFailTheRun(t *testing.T) {
+	t.Parallel()
+	s := newStats()
+	for range 10 {
+		s.posted("create", time.Millisecond, "")
+	}
+	refused := errors.New("dial tcp 127.0.0.1:9: connect: connection refused")
+	for range 20 {
+		s.unanswered(false, refused)
+	}
+	s.got(3*time.Millisecond, 200)
+	s.unanswered(true, refused)
+	iv := s.cutInterval(time.Second, nil)
+	sum := s.summary(time.Second)
+
+	require.Equal(t, time.Millisecond, sum.POST[50], "p50 of the answered POSTs only")
+	require.Equal(t, time.Millisecond, sum.POST[100])
+	require.Equal(t, 30, sum.Sent)
+	require.Equal(t, 10, sum.Accepted)
+	require.Equal(t, 2, sum.GETs)
+	require.Equal(t, 3*time.Millisecond, sum.GET[50])
+	require.Equal(t, map[string]int{"transport": 20, "GET:none": 1}, sum.Errors)
+	require.Equal(t, 21, sum.NoAnswer)
+	require.Equal(t, time.Millisecond, iv.POST[50])
+	require.Equal(t, 20, iv.Errors)
+	require.Equal(t, 2, iv.GETs)
+
+	err := sum.verdict(Config{})
+	require.ErrorIs(t, err, ErrUnanswered)
+	require.ErrorContains(t, err, "21 of 32")
+	require.ErrorContains(t, err, "connection refused")
+	var out bytes.Buffer
+	sum.Write(&out)
+	require.Contains(t, out.String(), "no answer:        21 requests")
 }

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"sort"
@@ -109,6 +110,23 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Value returns the parameter's current value as a string (its default, before Parse).
 func (p Param) Value() string { return p.value.String() }
+
+// LogValue returns the parameter's current value with its type, for structured logs: integers,
+// numbers and booleans as such, durations as Go duration text ("1m0s", not nanoseconds), strings
+// as text with secrets redacted.
+func (p Param) LogValue() slog.Value {
+	switch v := p.value.(type) {
+	case *intValue:
+		return slog.IntValue(int(*v))
+	case *int64Value:
+		return slog.Int64Value(int64(*v))
+	case *floatValue:
+		return slog.Float64Value(float64(*v))
+	case *boolValue:
+		return slog.BoolValue(bool(*v))
+	}
+	return slog.StringValue(shown(p, p.value.String()))
+}
 
 // IsSecret reports whether the value must be redacted when shown.
 func (p Param) IsSecret() bool { return p.secret }

@@ -138,6 +138,10 @@ func (w *Witnessing) check(ctx context.Context, wa store.WitnessAnchor) (string,
 		}
 		if now.Before(wa.CreatedAt.Add(w.cfg.MaxWitnessDelay+w.cfg.GracePeriod)) || w.promiseOpen(policy, rows, now) {
 			outcome = "waiting"
+			if len(asked) == 0 {
+				// Nobody to wait for: look again at the next run, for a witness that became eligible.
+				return tx.WitnessAnchorSetCheck(ctx, wa.Seq, 0)
+			}
 			return tx.WitnessAnchorSetCheck(ctx, wa.Seq, w.cfg.GracePeriod)
 		}
 		reason := fmt.Sprintf("no eligible witness answered within %s (policy %s, %d asked)", w.cfg.MaxWitnessDelay+w.cfg.GracePeriod, policy.String(), len(asked))

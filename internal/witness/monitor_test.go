@@ -60,6 +60,38 @@ func TestMonitorWaitsForTheGracePeriod(t *testing.T) {
 	require.Zero(t, testutil.CollectAndCount(o.w.m.monitored))
 }
 
+// TestMonitorOffersAnAnchorThatAskedNobodyAtItsNextRun: an anchor written while no witness is
+// eligible asks nobody, so the monitor has nobody to give the grace period (an hour here): it
+// looks at the anchor at every run, and offers it as soon as a witness is there.
+func TestMonitorOffersAnAnchorThatAskedNobodyAtItsNextRun(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st store.Store) {
+		o := newOrigin(t, st, func(c *Config) { c.GracePeriod, c.MaxWitnessDelay = time.Hour, time.Hour })
+		b := o.witness("b")
+		o.setPolicy("OutOf(2,system)")
+		a := o.anchor(1)
+		require.Empty(t, o.offers(), "too few witnesses: nobody asked")
+
+		for range 2 {
+			res, err := o.w.runOnce(context.Background())
+			require.NoError(t, err)
+			require.Equal(t, MonitorResult{Checked: 1, Waiting: 1}, res, "looked at again at each run")
+		}
+		c := o.witness("c")
+		res, err := o.w.runOnce(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, MonitorResult{Checked: 1, Reoffered: 1}, res)
+		require.Len(t, o.offers(), 1)
+		require.True(t, o.rows(a.Seq)[b.actor].Selected)
+		require.True(t, o.rows(a.Seq)[c.actor].Selected)
+
+		// Now someone was asked: the grace period applies again.
+		res, err = o.w.runOnce(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, MonitorResult{}, res)
+	})
+}
+
 func TestMonitorReoffersThenWaits(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st store.Store) {

@@ -86,9 +86,6 @@ func (w *Witnessing) Anchor(ctx context.Context, tx store.Executor, req anchor.R
 	if err != nil {
 		return store.Anchor{}, fmt.Errorf("witness anchor %d: %w", a.Seq, err)
 	}
-	if err := tx.WitnessAnchorInsert(ctx, offered, w.cfg.GracePeriod); err != nil {
-		return store.Anchor{}, err
-	}
 	policy, err := LoadPolicy(ctx, tx)
 	if err != nil {
 		return store.Anchor{}, err
@@ -100,6 +97,15 @@ func (w *Witnessing) Anchor(ctx context.Context, tx store.Executor, req anchor.R
 	selected, selErr := policy.Select(w.random(), candidates)
 	if selErr != nil && !errors.Is(selErr, ErrWitnessesNotFound) {
 		return store.Anchor{}, selErr
+	}
+	// The status monitor looks at an anchor once the witnesses asked had the grace period to
+	// answer; one that could ask nobody has nobody to wait for, so at its next run.
+	checkAfter := w.cfg.GracePeriod
+	if selErr != nil {
+		checkAfter = 0
+	}
+	if err := tx.WitnessAnchorInsert(ctx, offered, checkAfter); err != nil {
+		return store.Anchor{}, err
 	}
 	rows := rowsOf(a.Seq, candidates)
 	if selErr == nil && len(selected) == 0 && policy.Evaluate(candidates) {

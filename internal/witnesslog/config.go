@@ -52,6 +52,8 @@ type Config struct {
 	// Witnessing, when set, has every checkpoint cosigned by witnesses before it is served.
 	Witnessing *WitnessingConfig
 
+	// Logger receives the log's lines; the caller gives it its component attribute (a second
+	// one would be a duplicate key in a JSON line).
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 }

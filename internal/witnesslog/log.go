@@ -148,7 +148,7 @@ func open(ctx context.Context, cfg Config, drv tessera.Driver, backend string, c
 	l := &Log{
 		cfg: cfg, backend: backend, verifier: v, appender: a, reader: r,
 		cancel: cancel, closeDB: closeDB,
-		logger: cfg.Logger.With("component", "witnesslog", "origin", cfg.Origin, "backend", backend),
+		logger: cfg.Logger.With("origin", cfg.Origin, "backend", backend),
 	}
 	if l.m, err = newMetrics(cfg.Registerer, r); err != nil {
 		cancel()

@@ -135,7 +135,7 @@ func checkMariaDBDurability(ctx context.Context, db *sql.DB, logger *slog.Logger
 	}
 	if flush != 1 && logger != nil {
 		logger.Warn("witness log: the database does not flush its log at each commit; appended entries may be lost if the database server crashes",
-			"component", "witnesslog", "innodb_flush_log_at_trx_commit", flush)
+			"innodb_flush_log_at_trx_commit", flush)
 	}
 	return nil
 }

@@ -359,6 +359,7 @@
         ['Published', method.published === undefined ? null : (method.published ? 'yes' : 'no')],
         ['Update commitment', method.updateCommitment ? el('span', { class: 'mono' }, method.updateCommitment) : null],
         ['Recovery commitment', method.recoveryCommitment ? el('span', { class: 'mono' }, method.recoveryCommitment) : null],
+        ['Anchor origin', method.anchorOrigin ? el('span', { class: 'mono', 'data-fact': 'anchor-origin' }, method.anchorOrigin) : null],
       ]));
       const keys = doc.verificationMethod || [];
       if (keys.length) {
@@ -672,8 +673,10 @@
         el('span', null, 'This domain follows no one, has no followers and no witnesses.')));
       return;
     }
+    // The deliveries are ours, to each domain: what a followed domain sends shows as its
+    // anchors, observed here.
     const peers = (caption, list, empty) => list.length
-      ? table(caption, ['Domain', 'Since', 'Last delivery', 'State', '#Attempts', 'Error'], list.map((p) => {
+      ? table(caption, ['Domain', 'Since', 'Last sent to it', 'State', '#Attempts', 'Error'], list.map((p) => {
         const d = p.lastDelivery;
         return [el('span', { class: 'mono' }, p.actor), time(p.since), d ? [d.activity, ' ', time(d.at)] : '—',
           d ? statusBadge(d.state) : '—', d ? String(d.attempts) : '—', d && d.error ? d.error : ''];
