@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/anchord/anchord/internal/egress"
 	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/secret"
@@ -237,10 +238,14 @@ func (c *Config) validateFederation() error {
 			return &ParamError{Param: p.name, Value: p.v, Err: fmt.Errorf("must be %s or %s", federation.PolicyAcceptAll, federation.PolicyAcceptList)}
 		}
 	}
+	if _, err := egress.ParseAllowed(f.PeerAllowedAddresses); err != nil {
+		return &ParamError{Param: "peer-allowed-addresses", Value: f.PeerAllowedAddresses, Err: err}
+	}
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"activitypub-page-size", f.PageSize}, {"sync-max-activities", f.SyncMaxActivities}} {
+	}{{"activitypub-page-size", f.PageSize}, {"sync-max-activities", f.SyncMaxActivities},
+		{"peer-max-requests", f.PeerMaxRequests}, {"peer-max-requests-per-host", f.PeerMaxRequestsPerHost}} {
 		if n.v < 1 {
 			return &ParamError{Param: n.name, Value: fmt.Sprint(n.v), Err: fmt.Errorf("must be at least 1")}
 		}
