@@ -170,7 +170,7 @@ func (c *Client) resolveKey(ctx context.Context, keyID string) (httpsig.PublicKe
 		return httpsig.PublicKey{}, fmt.Errorf("%w: key ids are http(s) URLs", httpsig.ErrKeyNotFound)
 	}
 	var doc *keyDocument
-	owner, ok := c.keyOwner(ctx, keyID)
+	owner, ok := c.keyOwner(keyID)
 	if !ok {
 		d, err := c.fetchKey(ctx, keyID)
 		if err != nil {
@@ -218,17 +218,11 @@ func (c *Client) resolveKey(ctx context.Context, keyID string) (httpsig.PublicKe
 	return httpsig.PublicKey{Key: pub, Owner: owner}, nil
 }
 
-// keyOwner finds the owner of a key among cached actors: in memory, then in the store. An
-// actor on another host than the key is no owner: any actor document may name any key id.
-func (c *Client) keyOwner(ctx context.Context, keyID string) (string, bool) {
-	if iri, ok := c.keys.Get(keyID); ok {
-		return iri, true
-	}
-	row, err := c.st.ActorCacheGetByKey(ctx, keyID)
-	if err != nil || !httpsig.SameHost(row.IRI, keyID) {
-		return "", false
-	}
-	return row.IRI, true
+// keyOwner finds the owner of a key among the actors cached in memory. The store is not asked:
+// a request signed with a key id we do not know would cost a database query before anything
+// about it is verified; after a restart, a peer's key document is fetched once more instead.
+func (c *Client) keyOwner(keyID string) (string, bool) {
+	return c.keys.Get(keyID)
 }
 
 // remember caches an actor in memory, with its key id when the key is on the actor's host.

@@ -42,7 +42,6 @@ const (
 type ActorStore interface {
 	ActorCacheUpsert(ctx context.Context, a store.CachedActor) error
 	ActorCacheGet(ctx context.Context, iri string) (store.CachedActor, error)
-	ActorCacheGetByKey(ctx context.Context, keyID string) (store.CachedActor, error)
 }
 
 // Client sends signed requests to other domains and resolves their actors and keys. It is safe

@@ -23,12 +23,14 @@
 // saying the actor does not exist, the stale document is used for up to Config.MaxStale more,
 // so a peer's brief outage does not stop us from verifying it or delivering to it.
 //
-// A key id resolves as Orb resolves it: the key document {id, owner, publicKeyPem} is fetched,
-// then the owner's actor document, which must name the same key id (and, if it embeds the key,
+// A key id resolves as Orb resolves it: the key document {id, owner, publicKeyPem} is fetched
+// (unless an actor cached in memory names the key), then the owner's actor document, which must name the same key id (and, if it embeds the key,
 // the same key). An owner whose cached document names another key is fetched afresh once, so a
 // rotated key is picked up without waiting for the TTL. Key ids that are DIDs are not resolved
 // (ErrKeyNotFound): anchord's peers name their keys by URL. The owner must be on the key id's
 // host and port, checked before it is fetched, so resolving a key fetches from one host only.
+// The store is not searched by key id: an unknown key id in a request costs no database query
+// before anything about the request is verified.
 //
 // A resolution that failed, for whatever reason, is remembered for Config.KeyFailureTTL: the
 // same key id is answered with the same failure, unfetched, until then. Requests that need one
