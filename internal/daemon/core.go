@@ -12,6 +12,7 @@ import (
 	"github.com/anchord/anchord/internal/cas"
 	"github.com/anchord/anchord/internal/config"
 	"github.com/anchord/anchord/internal/deadletter"
+	"github.com/anchord/anchord/internal/egress"
 	"github.com/anchord/anchord/internal/expiry"
 	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/ipfs"
@@ -59,6 +60,8 @@ type core struct {
 	bodyLimits map[string]int64
 	// apiLn and adminLn are bound before any shape is assembled (listen).
 	apiLn, adminLn net.Listener
+	// egress is the outbound guard towards other domains, built by outbound at its first use.
+	egress *egress.Guard
 	// witnessLog is the domain's witness log (--witness-log), nil when it keeps none: the
 	// witness appends each credential it signs before it answers. Opened by the federation's
 	// assembly, which advertises it.

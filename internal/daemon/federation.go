@@ -30,12 +30,10 @@ func (c *core) federation(ctx context.Context) (*federation.Service, error) {
 	}
 	endpoint := c.cfg.ExternalEndpointURL()
 	f := c.cfg.Federation
-	guard, err := c.egressGuard()
+	guard, err := c.outbound()
 	if err != nil {
 		return nil, err
 	}
-	// Idle connections to other domains close once every loop that uses them has stopped.
-	c.sup.onStop(StageWriters, "egress", guard.CloseIdleConnections)
 	client, err := peer.New(peer.Config{
 		KeyID: endpoint + federation.ServicePath + "/keys/main-key", PrivateKey: key, Timeout: f.RequestTimeout,
 		HTTP: guard.Client(), Logger: c.log("peer"), Registerer: c.reg,
@@ -97,9 +95,14 @@ func (c *core) federation(ctx context.Context) (*federation.Service, error) {
 	return svc, nil
 }
 
-// egressGuard builds the outbound guard every request to another domain passes: the admin
-// listener, as configured and as bound (its port may have been 0), is refused always.
-func (c *core) egressGuard() (*egress.Guard, error) {
+// outbound returns the outbound guard every request to another domain passes, built at its
+// first use: the admin listener, as configured and as bound (its port may have been 0), is
+// refused always. Whatever fetches from other domains (the federation, DID discovery) takes
+// its client.
+func (c *core) outbound() (*egress.Guard, error) {
+	if c.egress != nil {
+		return c.egress, nil
+	}
 	f := c.cfg.Federation
 	allowed, err := egress.ParseAllowed(f.PeerAllowedAddresses)
 	if err != nil {
@@ -113,7 +116,10 @@ func (c *core) egressGuard() (*egress.Guard, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Idle connections to other domains close once every loop that uses them has stopped.
+	c.sup.onStop(StageWriters, "egress", guard.CloseIdleConnections)
 	c.logger.Info("outbound guard", "allowed", allowed.String(), "refused", strings.Join(refused, ","),
 		"max_requests", f.PeerMaxRequests, "max_requests_per_host", f.PeerMaxRequestsPerHost)
+	c.egress = guard
 	return guard, nil
 }
