@@ -98,14 +98,10 @@ func (s *Service) postInbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	// The verifier checks the Digest against these same bytes.
 	signer, err := s.verifier.VerifyFrom(r, claimed)
 	if err != nil {
 		s.refuseSignature(w, r, err)
-		return
-	}
-	body, err = io.ReadAll(r.Body)
-	if err != nil {
-		httpapi.WriteError(w, http.StatusBadRequest, "invalid_activity", "the body could not be read")
 		return
 	}
 	a, err := activity.ParseWithLimits(body, activity.Limits{MaxBytes: int(s.cfg.MaxInboxBytes)})
