@@ -25,6 +25,7 @@ var outboundExempt = map[string]string{
 	"internal/egress":          "the outbound guard itself",
 	"internal/admin":           "the admin CLI, towards the operator's own admin listener (--target)",
 	"internal/loadgen":         "the load generator, towards the operator's node (--target)",
+	"internal/cosigner":        "the operator's C2SP witnesses, named with their keys in --witness-log-witnesses and --witness-log-monitor-policy",
 	"internal/ipfs":            "the operator's IPFS node (--ipfs-url)",
 	"internal/ledger/sawtooth": "the operator's ledger (--ledger-url); Splinter's client uses it",
 	"internal/servicetest":     "test support: starts and probes local services",

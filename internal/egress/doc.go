@@ -26,7 +26,8 @@
 // reachable by trying again, so callers treat it as a permanent failure.
 //
 // Clients for endpoints the operator configures (the admin CLI's --target, the IPFS node, the
-// ledger, the load generator's target) are not federation and do not pass the guard; every
+// ledger, the load generator's target, the C2SP witnesses of the witness-log policies) are not
+// federation and do not pass the guard; every
 // other package is kept from building its own HTTP client or transport by a test in the daemon
 // (outbound_test.go).
 package egress
