@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/egress"
 	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/peer"
 	"github.com/anchord/anchord/internal/sidetree/wallet"
@@ -346,12 +347,24 @@ func postAs(t *testing.T, from *relayDomain, key ed25519.PrivateKey, to *relayDo
 	st, err := sqlitestore.Open(context.Background(), sqlitestore.Config{DataDir: t.TempDir()})
 	require.NoError(t, err)
 	defer st.Close()
-	client, err := peer.New(peer.Config{KeyID: from.actor + "/keys/main-key", PrivateKey: key}, st)
+	client, err := peer.New(peer.Config{KeyID: from.actor + "/keys/main-key", PrivateKey: key, HTTP: loopbackPeers(t)}, st)
 	require.NoError(t, err)
 	defer client.Close()
 	for _, a := range activities {
 		require.NoError(t, client.Post(context.Background(), to.actor+"/inbox", a))
 	}
+}
+
+// loopbackPeers is the HTTP client of a test that speaks to domains as another domain would:
+// through an outbound guard that lets loopback through.
+func loopbackPeers(t *testing.T) *http.Client {
+	t.Helper()
+	allowed, err := egress.ParseAllowed(anchordtest.LoopbackPeers)
+	require.NoError(t, err)
+	g, err := egress.New(egress.Config{Allowed: allowed})
+	require.NoError(t, err)
+	t.Cleanup(g.CloseIdleConnections)
+	return g.Client()
 }
 
 // creates returns the Create activities among raw activities.

@@ -136,7 +136,7 @@ func TestFederationCreateFromADomainNotFollowedIsNotIndexed(t *testing.T) {
 	st, err := sqlitestore.Open(context.Background(), sqlitestore.Config{DataDir: t.TempDir()})
 	require.NoError(t, err)
 	defer st.Close()
-	asA, err := peer.New(peer.Config{KeyID: a.actor + "/keys/main-key", PrivateKey: key}, st)
+	asA, err := peer.New(peer.Config{KeyID: a.actor + "/keys/main-key", PrivateKey: key, HTTP: loopbackPeers(t)}, st)
 	require.NoError(t, err)
 	defer asA.Close()
 	err = asA.Post(context.Background(), b.actor+"/inbox", create)

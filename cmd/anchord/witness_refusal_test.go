@@ -26,7 +26,7 @@ func postStatus(t *testing.T, from *relayDomain, key ed25519.PrivateKey, to *rel
 	st, err := sqlitestore.Open(context.Background(), sqlitestore.Config{DataDir: t.TempDir()})
 	require.NoError(t, err)
 	defer st.Close()
-	client, err := peer.New(peer.Config{KeyID: from.actor + "/keys/main-key", PrivateKey: key}, st)
+	client, err := peer.New(peer.Config{KeyID: from.actor + "/keys/main-key", PrivateKey: key, HTTP: loopbackPeers(t)}, st)
 	require.NoError(t, err)
 	defer client.Close()
 	err = client.Post(context.Background(), to.actor+"/inbox", body)

@@ -80,7 +80,7 @@ func (d *relayDomain) publishedCredentials() []*vc.Credential {
 // domains and returns the domains (their did:web) whose proofs verify.
 func verifiedSigners(t *testing.T, c *vc.Credential) []string {
 	t.Helper()
-	resolve, err := vc.NewWebResolver(vc.WebResolverConfig{Scheme: "http"})
+	resolve, err := vc.NewWebResolver(vc.WebResolverConfig{Scheme: "http", Client: loopbackPeers(t)})
 	require.NoError(t, err)
 	var out []string
 	for _, p := range c.Proofs() {

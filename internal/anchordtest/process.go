@@ -78,6 +78,10 @@ func FreePorts(tb testing.TB, n int) []int {
 	return ports
 }
 
+// LoopbackPeers is the --peer-allowed-addresses StartProcess gives a `serve` that names none:
+// all of loopback, where the domains of the tests live. (The admin listener stays refused.)
+const LoopbackPeers = "127.0.0.0/8,::1/128"
+
 // Process is a running anchord binary.
 type Process struct {
 	tb   testing.TB
@@ -106,6 +110,12 @@ func StartProcess(tb testing.TB, cfg ProcessConfig) *Process {
 	if len(args) > 0 && args[0] == "serve" && !slices.Contains(args, "--admin-addr") {
 		// Several instances run at once: each gets its admin listener on a free port.
 		args = append(slices.Clone(args), "--admin-addr", "127.0.0.1:0")
+	}
+	if len(args) > 0 && args[0] == "serve" && !slices.Contains(args, "--peer-allowed-addresses") &&
+		!slices.ContainsFunc(cfg.Env, func(e string) bool { return strings.HasPrefix(e, "ANCHORD_PEER_ALLOWED_ADDRESSES=") }) {
+		// The domains of a test all live on loopback, where the outbound guard refuses to go
+		// unless told. Tests of the guard itself name their allowances explicitly.
+		args = append(slices.Clone(args), "--peer-allowed-addresses", LoopbackPeers)
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = cfg.Dir

@@ -16,6 +16,7 @@ import (
 
 	"github.com/anchord/anchord/internal/batch"
 	"github.com/anchord/anchord/internal/cas"
+	"github.com/anchord/anchord/internal/egress"
 	"github.com/anchord/anchord/internal/expiry"
 	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/httpapi"
@@ -235,6 +236,15 @@ type FederationConfig struct {
 	InboxDomainRateLimit        float64
 	InboxDomainRateBurst        int
 	InboxExpiryPeriod           time.Duration
+	// PeerAllowedAddresses lists, comma-separated, the destinations on special-purpose
+	// networks (loopback, private, link-local, CGNAT, …) that requests to other domains may
+	// reach: CIDR prefixes or IP:port (egress.ParseAllowed). Empty: public addresses only. The
+	// admin listener is refused whatever it says.
+	PeerAllowedAddresses string
+	// PeerMaxRequests and PeerMaxRequestsPerHost cap the requests to other domains in flight,
+	// in all and per host:port.
+	PeerMaxRequests        int
+	PeerMaxRequestsPerHost int
 }
 
 // CosignerConfig configures the domain as a C2SP tlog-witness (docs/design/witness-log.md,
@@ -395,6 +405,8 @@ func Default() Config {
 			InboxDomainRateLimit:        federation.InboxDomainRateDefault,
 			InboxDomainRateBurst:        federation.InboxDomainBurstDefault,
 			InboxExpiryPeriod:           federation.InboxKeepDefault,
+			PeerMaxRequests:             egress.MaxRequestsDefault,
+			PeerMaxRequestsPerHost:      egress.MaxRequestsPerHostDefault,
 		},
 		Witness: WitnessConfig{
 			MaxWitnessDelay: witness.MaxWitnessDelayDefault,

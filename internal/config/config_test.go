@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"maps"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/anchord/anchord/internal/egress"
 	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/logmonitor"
 	"github.com/anchord/anchord/internal/param"
@@ -71,6 +73,27 @@ func TestLoadAllowedOrigins(t *testing.T) {
 	require.Empty(t, Default().AllowedOriginList(), "empty: this domain only")
 }
 
+func TestLoadOutboundGuard(t *testing.T) {
+	t.Parallel()
+	d := Default()
+	require.Empty(t, d.Federation.PeerAllowedAddresses, "public addresses only by default")
+	require.Equal(t, egress.MaxRequestsDefault, d.Federation.PeerMaxRequests)
+	require.Equal(t, egress.MaxRequestsPerHostDefault, d.Federation.PeerMaxRequestsPerHost)
+	c, err := Load([]string{"--peer-allowed-addresses", "127.0.0.1:8443,10.0.0.0/8", "--peer-max-requests-per-host", "4"},
+		env(map[string]string{"ANCHORD_PEER_MAX_REQUESTS": "32"}), nil)
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:8443,10.0.0.0/8", c.Federation.PeerAllowedAddresses)
+	require.Equal(t, 32, c.Federation.PeerMaxRequests)
+	require.Equal(t, 4, c.Federation.PeerMaxRequestsPerHost)
+	var group []slog.Attr
+	for _, g := range c.LogGroups() {
+		if g[0].Value.String() == "federation" {
+			group = g
+		}
+	}
+	require.Contains(t, fmt.Sprint(group), "peer_allowed_addresses=127.0.0.1:8443,10.0.0.0/8", "logged with the federation group")
+}
+
 func TestLoadWitnessLog(t *testing.T) {
 	t.Parallel()
 	c, err := Load(nil, env(nil), nil)
@@ -128,6 +151,10 @@ func TestLoadErrorsNameTheParameter(t *testing.T) {
 		{"checkpoints too often for MariaDB", []string{"--witness-log", "--witness-log-mariadb-url", "mysql://root@127.0.0.1:3306/log",
 			"--witness-log-checkpoint-interval", "500ms"}, nil, "at least 1s"},
 		{"proof monitor never runs", []string{"--vct-monitoring-interval", "0s"}, nil, "--vct-monitoring-interval"},
+		{"allowed address that is a name", []string{"--peer-allowed-addresses", "localhost:8080"}, nil, "--peer-allowed-addresses"},
+		{"allowed prefix malformed", nil, map[string]string{"ANCHORD_PEER_ALLOWED_ADDRESSES": "10.0.0.0/40"}, "--peer-allowed-addresses (ANCHORD_PEER_ALLOWED_ADDRESSES)"},
+		{"no outbound requests", []string{"--peer-max-requests", "0"}, nil, "--peer-max-requests"},
+		{"no outbound requests per host", []string{"--peer-max-requests-per-host", "0"}, nil, "--peer-max-requests-per-host"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

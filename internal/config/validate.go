@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/anchord/anchord/internal/admintoken"
+	"github.com/anchord/anchord/internal/egress"
 	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/secret"
@@ -255,11 +256,15 @@ func (c *Config) validateFederation() error {
 			return &ParamError{Param: r.name, Value: fmt.Sprint(r.v), Err: fmt.Errorf("must be a positive number")}
 		}
 	}
+	if _, err := egress.ParseAllowed(f.PeerAllowedAddresses); err != nil {
+		return &ParamError{Param: "peer-allowed-addresses", Value: f.PeerAllowedAddresses, Err: err}
+	}
 	for _, n := range []struct {
 		name string
 		v    int
 	}{{"activitypub-page-size", f.PageSize}, {"sync-max-activities", f.SyncMaxActivities},
-		{"inbox-actor-rate-burst", f.InboxActorRateBurst}, {"inbox-domain-rate-burst", f.InboxDomainRateBurst}} {
+		{"inbox-actor-rate-burst", f.InboxActorRateBurst}, {"inbox-domain-rate-burst", f.InboxDomainRateBurst},
+		{"peer-max-requests", f.PeerMaxRequests}, {"peer-max-requests-per-host", f.PeerMaxRequestsPerHost}} {
 		if n.v < 1 {
 			return &ParamError{Param: n.name, Value: fmt.Sprint(n.v), Err: fmt.Errorf("must be at least 1")}
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/anchord/anchord/internal/cas"
 	"github.com/anchord/anchord/internal/config"
 	"github.com/anchord/anchord/internal/deadletter"
+	"github.com/anchord/anchord/internal/egress"
 	"github.com/anchord/anchord/internal/expiry"
 	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/ipfs"
@@ -63,6 +64,8 @@ type core struct {
 	// adminToken guards every route of the admin listener: --admin-token, or the one kept in
 	// the data directory (listen).
 	adminToken string
+	// egress is the outbound guard towards other domains, built by outbound at its first use.
+	egress *egress.Guard
 	// witnessLog is the domain's witness log (--witness-log), nil when it keeps none: the
 	// witness appends each credential it signs before it answers. Opened by the federation's
 	// assembly, which advertises it.

@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
+	"github.com/anchord/anchord/internal/egress"
 	"github.com/anchord/anchord/internal/expiry"
 	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/peer"
@@ -27,15 +30,17 @@ func (c *core) federation(ctx context.Context) (*federation.Service, error) {
 	}
 	endpoint := c.cfg.ExternalEndpointURL()
 	f := c.cfg.Federation
+	guard, err := c.outbound()
+	if err != nil {
+		return nil, err
+	}
 	client, err := peer.New(peer.Config{
 		KeyID: endpoint + federation.ServicePath + "/keys/main-key", PrivateKey: key, Timeout: f.RequestTimeout,
-		Logger: c.log("peer"), Registerer: c.reg,
+		HTTP: guard.Client(), Logger: c.log("peer"), Registerer: c.reg,
 	}, c.st)
 	if err != nil {
 		return nil, err
 	}
-	// Idle connections to other domains close once every loop that uses them has stopped.
-	c.sup.onStop(StageWriters, "peer-client", client.Close)
 	svc, err := federation.New(federation.Config{
 		ExternalEndpoint: endpoint, Key: key, InstanceID: c.instanceID,
 		PageSize: f.PageSize, MaxClockSkew: f.MaxClockSkew,
@@ -94,4 +99,33 @@ func (c *core) federation(ctx context.Context) (*federation.Service, error) {
 	}
 	c.logger.Info("activitypub service", "actor", svc.ActorIRI())
 	return svc, nil
+}
+
+// outbound returns the outbound guard every request to another domain passes, built at its
+// first use: the admin listener, as configured and as bound (its port may have been 0), is
+// refused always. Whatever fetches from other domains (the federation, DID discovery) takes
+// its client.
+func (c *core) outbound() (*egress.Guard, error) {
+	if c.egress != nil {
+		return c.egress, nil
+	}
+	f := c.cfg.Federation
+	allowed, err := egress.ParseAllowed(f.PeerAllowedAddresses)
+	if err != nil {
+		return nil, fmt.Errorf("--peer-allowed-addresses: %w", err)
+	}
+	refused := []string{c.cfg.AdminAddr, c.adminLn.Addr().String()}
+	guard, err := egress.New(egress.Config{
+		Allowed: allowed, Refused: refused, MaxRequests: f.PeerMaxRequests, MaxRequestsPerHost: f.PeerMaxRequestsPerHost,
+		Timeout: f.RequestTimeout, Logger: c.log("egress"), Registerer: c.reg,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Idle connections to other domains close once every loop that uses them has stopped.
+	c.sup.onStop(StageWriters, "egress", guard.CloseIdleConnections)
+	c.logger.Info("outbound guard", "allowed", allowed.String(), "refused", strings.Join(refused, ","),
+		"max_requests", f.PeerMaxRequests, "max_requests_per_host", f.PeerMaxRequestsPerHost)
+	c.egress = guard
+	return guard, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/anchord/anchord/internal/egress"
 	"github.com/anchord/anchord/internal/loop"
 	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/testsignal"
@@ -132,7 +133,9 @@ func (d *Deliverer) deliver(ctx context.Context, dl store.ActivityDelivery) stri
 	s := d.s
 	err := d.post(ctx, dl)
 	outcome, settleErr := settle(ctx, s, settleParams{
-		claim: dl.Claim(), attempts: dl.Attempts, err: err, kind: "delivery", ref: deliveryRefPrefix + strconv.FormatInt(dl.ID, 10),
+		claim: dl.Claim(), attempts: dl.Attempts, err: err,
+		// The outbound guard will refuse the same address next time: parked at once, with why.
+		permanent: errors.Is(err, egress.ErrRefused), kind: "delivery", ref: deliveryRefPrefix + strconv.FormatInt(dl.ID, 10),
 		what: "delivery of " + dl.ActivityID + " to " + dl.Recipient, payload: dl.Body, history: dl.History,
 		complete: func(ctx context.Context, tx store.Executor, c store.ActivityClaim) error {
 			return tx.ActivityDeliveryComplete(ctx, store.ActivityCompleteParams{Claim: c, Keep: s.cfg.DeliveredKeep})

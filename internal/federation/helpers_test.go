@@ -17,6 +17,7 @@ import (
 
 	"github.com/anchord/anchord/internal/activity"
 	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/egress"
 	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/httpsig"
 	"github.com/anchord/anchord/internal/peer"
@@ -46,6 +47,12 @@ func fastRetries(attempts int) domainOption {
 
 func newDomain(t testing.TB, opts ...domainOption) *testDomain {
 	t.Helper()
+	return newDomainGuarded(t, guardAllowing(t, "127.0.0.0/8"), opts...)
+}
+
+// newDomainGuarded is newDomain with its own outbound guard.
+func newDomainGuarded(t testing.TB, guard *egress.Guard, opts ...domainOption) *testDomain {
+	t.Helper()
 	_, key, err := ed25519.GenerateKey(nil)
 	require.NoError(t, err)
 	d := &testDomain{key: key, st: storetest.Open(t, storetest.SQLiteOpener(t)), reg: prometheus.NewRegistry()}
@@ -53,7 +60,7 @@ func newDomain(t testing.TB, opts ...domainOption) *testDomain {
 	d.srv = httptest.NewServer(mux)
 	t.Cleanup(d.srv.Close)
 	logger := anchordtest.Logger(t)
-	d.client, err = peer.New(peer.Config{KeyID: d.srv.URL + ServicePath + activity.PathMainKey, PrivateKey: key, Logger: logger}, d.st)
+	d.client, err = peer.New(peer.Config{KeyID: d.srv.URL + ServicePath + activity.PathMainKey, PrivateKey: key, HTTP: guard.Client(), Logger: logger}, d.st)
 	require.NoError(t, err)
 	t.Cleanup(d.client.Close)
 	cfg := Config{
@@ -68,6 +75,18 @@ func newDomain(t testing.TB, opts ...domainOption) *testDomain {
 	d.svc.Routes()(muxRouter{mux})
 	d.svc.AdminRoutes()(muxRouter{mux})
 	return d
+}
+
+// guardAllowing is an outbound guard that lets allowed (egress.ParseAllowed) through, and
+// refuses the listeners named in refused always.
+func guardAllowing(t testing.TB, allowed string, refused ...string) *egress.Guard {
+	t.Helper()
+	a, err := egress.ParseAllowed(allowed)
+	require.NoError(t, err)
+	g, err := egress.New(egress.Config{Allowed: a, Refused: refused})
+	require.NoError(t, err)
+	t.Cleanup(g.CloseIdleConnections)
+	return g
 }
 
 // muxRouter adapts a ServeMux to httpapi.Router.

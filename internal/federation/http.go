@@ -75,15 +75,22 @@ type keyDocument struct {
 }
 
 // postInbox takes an activity from another domain. The order of the checks is the design's:
-// body cap (413, before any signature work), signature (401), quota (429), actor = signer (401),
-// shape (400), authorization (403); then the activity is stored, and 200 is answered only once
-// that has committed. A copy of an activity already stored is answered 200 and changes nothing.
+// body cap (413, before any signature work); the body names its actor (400), whose host the
+// signature's keyId must be on; signature (401), quota (429), actor = signer (401), shape (400),
+// authorization (403); then the activity is stored, and 200 is answered only once that has
+// committed. A copy of an activity already stored is answered 200 and changes nothing.
 func (s *Service) postInbox(w http.ResponseWriter, r *http.Request) {
 	body, typ, ok := s.readInbox(w, r)
 	if !ok {
 		return
 	}
-	signer, err := s.verifier.Verify(r)
+	claimed, ok := claimedActor(body)
+	if !ok {
+		s.refuse(w, r, "", http.StatusBadRequest, "invalid_activity", "the body is not an activity that names its actor", errors.New("no actor"))
+		return
+	}
+	// readInbox put the same bytes back: the verifier checks the Digest against them.
+	signer, err := s.verifier.VerifyFrom(r, claimed)
 	if err != nil {
 		s.refuseSignature(w, r, err)
 		return
@@ -147,9 +154,32 @@ func (s *Service) postInbox(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
+// claimedActor reads the actor an activity names, before anything else is known of it; ok is
+// false when the body is not a JSON object with a string actor.
+func claimedActor(body []byte) (string, bool) {
+	var a struct {
+		Actor string `json:"actor"`
+	}
+	if err := json.Unmarshal(body, &a); err != nil || a.Actor == "" {
+		return "", false
+	}
+	return a.Actor, true
+}
+
+// keyUnverifiedMessage is the one answer to every failure of the signature's key: the log
+// has the cause.
+const keyUnverifiedMessage = "the signature could not be verified with its key"
+
 func (s *Service) refuseSignature(w http.ResponseWriter, r *http.Request, err error) {
 	var tooBig *http.MaxBytesError
 	switch {
+	case errors.Is(err, httpsig.ErrKeyUnverified):
+		// Whether the key's host answered, with what, or not at all is not told: the keyId is
+		// an address of the sender's choosing.
+		s.m.inbox.WithLabelValues("unknown", "refused").Inc()
+		s.cfg.Logger.InfoContext(r.Context(), "signature key not verified", "client", r.RemoteAddr, "path", r.URL.Path, "error", err)
+		w.Header().Set("WWW-Authenticate", `Signature realm="anchord",headers="(request-target) date digest"`)
+		httpapi.WriteError(w, http.StatusUnauthorized, "unauthorized", keyUnverifiedMessage)
 	case errors.Is(err, httpsig.ErrUnauthenticated):
 		w.Header().Set("WWW-Authenticate", `Signature realm="anchord",headers="(request-target) date digest"`)
 		s.refuse(w, r, "", http.StatusUnauthorized, "unauthorized", "the request's HTTP signature is not accepted", err)

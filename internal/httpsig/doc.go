@@ -26,11 +26,24 @@
 // from the verifier's clock either way, a (created) in the future or an (expires) in the past
 // beyond that skew; a signed header that is missing or repeated; a non-empty body whose Digest
 // is not signed; a Digest (signed, or unsigned but non-empty) without a SHA-256 or SHA-512
-// entry, or with one that does not match the body; a signature already accepted; a key the
-// resolver says does not exist, or that is not 32 bytes; a signature that does not verify.
-// With ErrBodyTooLarge (413): a body over MaxBodyBytes. With ErrUnavailable (503): a key the
-// resolver could not fetch, or a full replay cache. Orb's shapes pass: SHA-512 digests, the
-// empty unsigned Digest header on its GETs, capitalised names in the headers parameter.
+// entry, or with one that does not match the body; a signature already accepted. With
+// ErrUnauthenticated and ErrKeyUnverified (401, all answered alike): a keyId that is not an
+// http(s) URL, or (VerifyFrom) not on the claimed signer's host and port; a key the resolver did
+// not return, whether it does not exist or could not be fetched; a key that is not 32 bytes or
+// whose owner is not the claimed signer; a signature that does not verify. With
+// ErrBodyTooLarge (413): a body over MaxBodyBytes. With ErrUnavailable (503): a full replay
+// cache. Orb's shapes pass: SHA-512 digests, the empty unsigned Digest header on its GETs,
+// capitalised names in the headers parameter.
+//
+// # Keys are fetched only from the signer's host
+//
+// A keyId is a URL the verifier's resolver dereferences before anything cryptographic is
+// known, so it is an address chosen by whoever sent the request. VerifyFrom takes the actor the
+// request claims to come from and refuses a keyId on any other host and port before the
+// resolver is called; the resolver (KeyResolverFunc) fetches nothing but on the keyId's host.
+// What the resolver found is not told apart in the errors' classes: an answer built from the
+// classes is the same for a key that does not exist, a port that is closed, one that speaks
+// another protocol and one the outbound guard refuses.
 //
 // # Replay window
 //

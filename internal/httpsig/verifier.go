@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,7 +26,8 @@ type PublicKey struct {
 // KeyResolverFunc returns the key a signature's keyId names. It MUST return an error wrapping
 // ErrKeyNotFound when the key definitively does not exist (the key document answers 404 or
 // 410, or the actor does not list it) and any other error when it could not find out (network,
-// timeout, 5xx). It MUST check that the owner's actor document names keyID as its public key,
+// timeout, 5xx, a refused address). It MUST fetch nothing but on the keyId's host and port, the
+// owner's actor document included, and MUST check that the owner's actor document names keyID as its public key,
 // as Orb does, so that one actor cannot sign as another. It should cache.
 type KeyResolverFunc func(ctx context.Context, keyID string) (PublicKey, error)
 
@@ -54,21 +57,43 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 
 // Verify checks r's signature and returns the signer. On success r's body has been read (at
 // most MaxBodyBytes) and replaced by an identical unread one. Errors match ErrUnauthenticated,
-// ErrUnavailable or ErrBodyTooLarge with errors.Is; any other error is a failure to read the
-// body or a resolver bug. The checks run cheapest first and the key is resolved last, so that a
-// request refused for its form costs no key fetch.
+// ErrUnavailable or ErrBodyTooLarge with errors.Is, and every refusal that involves the key
+// also ErrKeyUnverified; any other error is a failure to read the body or a resolver bug. The
+// checks run cheapest first and the key is resolved last, so that a request refused for its
+// form costs no key fetch; the keyId must be an http(s) URL.
 func (v *Verifier) Verify(r *http.Request) (Verified, error) {
+	return v.verify(r, "")
+}
+
+// VerifyFrom is Verify for a request sent on behalf of signer, the actor the request says it
+// comes from (an inbox activity's actor): before the key is resolved, its keyId must be an
+// http(s) URL on signer's host and port, so that a request can make us fetch nothing but from
+// the host it claims to come from; and the key's owner must be signer.
+func (v *Verifier) VerifyFrom(r *http.Request, signer string) (Verified, error) {
+	if signer == "" {
+		return Verified{}, errors.New("verify request: no signer to verify against")
+	}
+	return v.verify(r, signer)
+}
+
+func (v *Verifier) verify(r *http.Request, signer string) (Verified, error) {
 	now := v.cfg.NowFunc()
 	p, str, err := v.check(r, now)
 	if err != nil {
 		return Verified{}, fmt.Errorf("verify request: %w", err)
 	}
+	if err := checkKeyIDHost(p.keyID, signer); err != nil {
+		return Verified{}, fmt.Errorf("verify request: %w", keyUnverified(err))
+	}
 	key, err := v.resolve(r.Context(), p.keyID)
 	if err != nil {
 		return Verified{}, fmt.Errorf("verify request: %w", err)
 	}
+	if signer != "" && key.Owner != signer {
+		return Verified{}, fmt.Errorf("verify request: %w", keyUnverified(fmt.Errorf("%w: %q, not %q", errOtherOwner, key.Owner, signer)))
+	}
 	if !ed25519.Verify(key.Key, []byte(str), p.signature[:]) {
-		return Verified{}, fmt.Errorf("verify request: %w", unauthenticated(fmt.Errorf("%w with key %q", errBadSignature, p.keyID)))
+		return Verified{}, fmt.Errorf("verify request: %w", keyUnverified(fmt.Errorf("%w with key %q", errBadSignature, p.keyID)))
 	}
 	// Only verified signatures enter the cache, so forged ones cannot fill it.
 	if err := v.replay.add(p.signature, now); err != nil {
@@ -78,6 +103,44 @@ func (v *Verifier) Verify(r *http.Request) (Verified, error) {
 		return Verified{}, fmt.Errorf("verify request: %w", unauthenticated(err))
 	}
 	return Verified{KeyID: p.keyID, Owner: key.Owner}, nil
+}
+
+// checkKeyIDHost requires keyID to be an http(s) URL and, when signer is given, to be on its
+// host and port.
+func checkKeyIDHost(keyID, signer string) error {
+	k, err := url.Parse(keyID)
+	if err != nil || (k.Scheme != "http" && k.Scheme != "https") || k.Host == "" || k.User != nil {
+		return errKeyIDNotURL
+	}
+	if signer != "" && !SameHost(keyID, signer) {
+		return fmt.Errorf("%w %q", errKeyIDElsewhere, signer)
+	}
+	return nil
+}
+
+// SameHost reports whether a and b are http(s) URLs on one host and port: the scheme's default
+// port made explicit, the host compared without case. Anything else is not the same host.
+func SameHost(a, b string) bool {
+	ha, ok1 := hostPort(a)
+	hb, ok2 := hostPort(b)
+	return ok1 && ok2 && ha == hb
+}
+
+func hostPort(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.User != nil {
+		return "", false
+	}
+	port := u.Port()
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", false
+	case port == "" && u.Scheme == "http":
+		port = "80"
+	case port == "":
+		port = "443"
+	}
+	return net.JoinHostPort(strings.ToLower(u.Hostname()), port), true
 }
 
 // check does everything that needs no key and returns the parsed header and signing string.
@@ -187,12 +250,12 @@ func (v *Verifier) resolve(ctx context.Context, keyID string) (PublicKey, error)
 	key, err := v.cfg.ResolveKeyFunc(ctx, keyID)
 	if err != nil {
 		if errors.Is(err, ErrKeyNotFound) {
-			return key, unauthenticated(fmt.Errorf("%w %q: %w", errUnknownKey, keyID, err))
+			return key, keyUnverified(fmt.Errorf("%w %q: %w", errUnknownKey, keyID, err))
 		}
-		return key, fmt.Errorf("%w: resolve key %q: %w", ErrUnavailable, keyID, err)
+		return key, keyUnverified(fmt.Errorf("%w: %q: %w", errKeyUnreachable, keyID, err))
 	}
 	if len(key.Key) != ed25519.PublicKeySize {
-		return key, unauthenticated(fmt.Errorf("%w: key %q has %d bytes", errBadKey, keyID, len(key.Key)))
+		return key, keyUnverified(fmt.Errorf("%w: key %q has %d bytes", errBadKey, keyID, len(key.Key)))
 	}
 	if key.Owner == "" {
 		return key, fmt.Errorf("resolve key %q: resolver returned no owner", keyID)
@@ -201,6 +264,10 @@ func (v *Verifier) resolve(ctx context.Context, keyID string) (PublicKey, error)
 }
 
 func unauthenticated(reason error) error { return fmt.Errorf("%w: %w", ErrUnauthenticated, reason) }
+
+func keyUnverified(reason error) error {
+	return fmt.Errorf("%w: %w: %w", ErrUnauthenticated, ErrKeyUnverified, reason)
+}
 
 // unixTime reads a created or expires parameter, which the parser has checked is a decimal
 // number of at most 20 characters.

@@ -79,7 +79,7 @@ func TestVerifyRejects(t *testing.T) {
 			request: func(t *testing.T, b *testBundle) *http.Request {
 				return b.signed(t, b.signerFor(t, downKeyID, b.priv), "POST", testInbox, "x")
 			},
-			class: ErrUnavailable, resolves: true,
+			class: ErrUnauthenticated, reason: errKeyUnreachable, resolves: true,
 		},
 		{
 			name: "resolved key is not Ed25519",
@@ -312,7 +312,7 @@ func TestVerifyRejects(t *testing.T) {
 				r.Header.Set("Signature", strings.Replace(r.Header.Get("Signature"), testKeyID, downKeyID, 1))
 				return r
 			},
-			class: ErrUnavailable, resolves: true,
+			class: ErrUnauthenticated, reason: errKeyUnreachable, resolves: true,
 		},
 		{
 			name: "header mangled: Digest dropped from the list",
@@ -377,6 +377,9 @@ func TestVerifyRejects(t *testing.T) {
 			}
 			if !tt.resolves {
 				require.Zero(t, b.resolved.Load(), "key resolved for a request refused on its form")
+				require.NotErrorIs(t, err, ErrKeyUnverified, "a refusal of the form is not a key failure")
+			} else {
+				require.ErrorIs(t, err, ErrKeyUnverified, "every refusal that involves the key is answered alike")
 			}
 			require.Zero(t, b.verifier.replay.len(), "a refused signature was remembered")
 		})

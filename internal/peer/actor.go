@@ -122,15 +122,41 @@ type keyDocument struct {
 	PublicKeyPem string `json:"publicKeyPem"`
 }
 
+// keyFailure is a key resolution that failed, and when.
+type keyFailure struct {
+	err error
+	at  time.Time
+}
+
 // ResolveKey implements httpsig.KeyResolverFunc: the key named by keyID and its owner, whose
 // actor document must name keyID as its key. Answers that settle that the key is not (or no
-// longer) the owner's wrap httpsig.ErrKeyNotFound; failures to find out do not.
+// longer) the owner's wrap httpsig.ErrKeyNotFound; failures to find out do not. Everything is
+// fetched from the keyID's host and port: an owner elsewhere is refused unfetched. A failed
+// resolution is remembered for KeyFailureTTL and answered again without a fetch, and requests
+// that need one key at once share its resolution.
 func (c *Client) ResolveKey(ctx context.Context, keyID string) (httpsig.PublicKey, error) {
-	key, err := c.resolveKey(ctx, keyID)
-	if err != nil {
-		return key, fmt.Errorf("resolve key %s: %w", keyID, err)
+	now := c.cfg.NowFunc()
+	if f, ok := c.failures.Get(keyID); ok && now.Sub(f.at) < c.cfg.KeyFailureTTL {
+		c.m.keys.WithLabelValues("failure_remembered").Inc()
+		return httpsig.PublicKey{}, fmt.Errorf("resolve key %s: failed %s ago, not fetched again yet: %w", keyID, now.Sub(f.at), f.err)
 	}
-	return key, nil
+	v, err, _ := c.resolving.Do(keyID, func() (any, error) {
+		key, err := c.resolveKey(ctx, keyID)
+		switch {
+		case err == nil:
+			c.failures.Remove(keyID)
+			c.m.keys.WithLabelValues("resolved").Inc()
+		case ctx.Err() == nil:
+			// The peer's failure, not our caller's giving up: remembered.
+			c.failures.Add(keyID, keyFailure{err: err, at: c.cfg.NowFunc()})
+			c.m.keys.WithLabelValues("failed").Inc()
+		}
+		return key, err
+	})
+	if err != nil {
+		return httpsig.PublicKey{}, fmt.Errorf("resolve key %s: %w", keyID, err)
+	}
+	return v.(httpsig.PublicKey), nil
 }
 
 func (c *Client) resolveKey(ctx context.Context, keyID string) (httpsig.PublicKey, error) {
@@ -140,14 +166,21 @@ func (c *Client) resolveKey(ctx context.Context, keyID string) (httpsig.PublicKe
 	if err := activity.ValidateActorIRI(keyID); err != nil {
 		return httpsig.PublicKey{}, fmt.Errorf("%w: %w", httpsig.ErrKeyNotFound, err)
 	}
+	if !httpsig.SameHost(keyID, keyID) {
+		return httpsig.PublicKey{}, fmt.Errorf("%w: key ids are http(s) URLs", httpsig.ErrKeyNotFound)
+	}
 	var doc *keyDocument
-	owner, ok := c.keyOwner(ctx, keyID)
+	owner, ok := c.keyOwner(keyID)
 	if !ok {
 		d, err := c.fetchKey(ctx, keyID)
 		if err != nil {
 			return httpsig.PublicKey{}, err
 		}
 		doc, owner = d, d.Owner
+	}
+	if !httpsig.SameHost(owner, keyID) {
+		// Resolving the owner would fetch from a host the request did not come from.
+		return httpsig.PublicKey{}, fmt.Errorf("%w: owner %q is not on the key's host", httpsig.ErrKeyNotFound, owner)
 	}
 	a, err := c.actor(ctx, owner, false)
 	if err == nil && (a.PublicKey == nil || a.PublicKey.ID != keyID) {
@@ -185,22 +218,17 @@ func (c *Client) resolveKey(ctx context.Context, keyID string) (httpsig.PublicKe
 	return httpsig.PublicKey{Key: pub, Owner: owner}, nil
 }
 
-// keyOwner finds the owner of a key among cached actors: in memory, then in the store.
-func (c *Client) keyOwner(ctx context.Context, keyID string) (string, bool) {
-	if iri, ok := c.keys.Get(keyID); ok {
-		return iri, true
-	}
-	row, err := c.st.ActorCacheGetByKey(ctx, keyID)
-	if err != nil {
-		return "", false
-	}
-	return row.IRI, true
+// keyOwner finds the owner of a key among the actors cached in memory. The store is not asked:
+// a request signed with a key id we do not know would cost a database query before anything
+// about it is verified; after a restart, a peer's key document is fetched once more instead.
+func (c *Client) keyOwner(keyID string) (string, bool) {
+	return c.keys.Get(keyID)
 }
 
-// remember caches an actor in memory, with its key id.
+// remember caches an actor in memory, with its key id when the key is on the actor's host.
 func (c *Client) remember(iri string, e cachedActor) {
 	c.cache.Add(iri, e)
-	if e.actor.PublicKey != nil {
+	if e.actor.PublicKey != nil && httpsig.SameHost(e.actor.PublicKey.ID, iri) {
 		c.keys.Add(e.actor.PublicKey.ID, iri)
 	}
 }

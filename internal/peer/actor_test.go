@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/ed25519"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/anchord/anchord/internal/egress"
 	"github.com/anchord/anchord/internal/httpsig"
 )
 
@@ -124,7 +126,63 @@ func TestResolveKey(t *testing.T) {
 			}
 		})
 		_, err := b.client.ResolveKey(ctx, evil.srv.URL+"/keys/k")
-		require.ErrorIs(t, err, httpsig.ErrKeyNotFound, "the victim's actor names its own key, not the attacker's")
+		require.ErrorIs(t, err, httpsig.ErrKeyNotFound, "the key's owner is on another host")
+		require.Zero(t, victim.actorHits.Load(), "the owner on another host is not fetched")
+	})
+
+	t.Run("CachedActorNamingAKeyElsewhere", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		d, other := newDomain(t), newDomain(t)
+		// d's actor document names a key on another domain's host: caching d must not make
+		// that key d's.
+		d.set(func(d *domain) { d.actorKeyID = other.keyID() })
+		_, err := b.client.Actor(ctx, d.actor)
+		require.NoError(t, err)
+		k, err := b.client.ResolveKey(ctx, other.keyID())
+		require.NoError(t, err)
+		require.Equal(t, other.actor, k.Owner, "the key's own document decides, on its own host")
+	})
+
+	t.Run("FailureIsRememberedForTheTTL", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		d := newDomain(t)
+		d.set(func(d *domain) { d.actorStatus = http.StatusBadGateway })
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() {
+				_, err := b.client.ResolveKey(ctx, d.keyID())
+				require.Error(t, err)
+			})
+		}
+		wg.Wait()
+		require.Equal(t, int64(1), d.keyHits.Load(), "20 requests at once, one fetch")
+		require.Equal(t, int64(1), d.actorHits.Load())
+		d.set(func(d *domain) { d.actorStatus = 0 })
+		b.clock.Advance(KeyFailureTTLDefault - time.Second)
+		_, err := b.client.ResolveKey(ctx, d.keyID())
+		require.Error(t, err, "still remembered")
+		require.Equal(t, int64(1), d.keyHits.Load())
+		b.clock.Advance(2 * time.Second)
+		k, err := b.client.ResolveKey(ctx, d.keyID())
+		require.NoError(t, err, "fetched again after the TTL")
+		require.Equal(t, d.actor, k.Owner)
+		require.Equal(t, int64(2), d.keyHits.Load())
+	})
+
+	t.Run("RefusedByTheGuard", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		d := newDomain(t)
+		closed, err := egress.New(egress.Config{})
+		require.NoError(t, err)
+		c, err := New(Config{KeyID: b.keyID, PrivateKey: b.ourKey, HTTP: closed.Client()}, b.st)
+		require.NoError(t, err)
+		_, err = c.ResolveKey(ctx, d.keyID())
+		require.ErrorIs(t, err, egress.ErrRefused)
+		require.NotErrorIs(t, err, httpsig.ErrKeyNotFound)
+		require.Zero(t, d.keyHits.Load())
 	})
 
 	t.Run("UnknownAndUnreachable", func(t *testing.T) {

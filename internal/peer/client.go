@@ -11,6 +11,7 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/anchord/anchord/internal/activity"
 	"github.com/anchord/anchord/internal/httpsig"
@@ -41,7 +42,6 @@ const (
 type ActorStore interface {
 	ActorCacheUpsert(ctx context.Context, a store.CachedActor) error
 	ActorCacheGet(ctx context.Context, iri string) (store.CachedActor, error)
-	ActorCacheGetByKey(ctx context.Context, keyID string) (store.CachedActor, error)
 }
 
 // Client sends signed requests to other domains and resolves their actors and keys. It is safe
@@ -54,7 +54,11 @@ type Client struct {
 	cache  *lru.Cache[string, cachedActor]
 	// keys maps the key ids of cached actors to their IRIs.
 	keys *lru.Cache[string, string]
-	m    *metrics
+	// failures remembers the key ids that could not be resolved, and resolving shares one
+	// resolution of a key among the requests that need it at once.
+	failures  *lru.Cache[string, keyFailure]
+	resolving singleflight.Group
+	m         *metrics
 }
 
 // New returns a Client that signs with cfg's key and caches actors in st.
@@ -81,22 +85,17 @@ func New(cfg Config, st ActorStore) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	transport := cfg.Transport
-	if transport == nil {
-		transport = http.DefaultTransport.(*http.Transport).Clone()
+	failures, err := lru.New[string, keyFailure](cfg.CacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("new peer client: %w", err)
 	}
-	hc := &http.Client{
-		Transport: transport,
-		// A signature covers one request target; a peer must not redirect it elsewhere.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-	return &Client{cfg: cfg, signer: signer, http: hc, st: st, cache: cache, keys: keys, m: m}, nil
+	return &Client{cfg: cfg, signer: signer, http: cfg.HTTP, st: st, cache: cache, keys: keys, failures: failures, m: m}, nil
 }
 
 // Timeout is the bound of one request.
 func (c *Client) Timeout() time.Duration { return c.cfg.Timeout }
 
-// Close releases idle connections.
+// Close releases the client's idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 
 // Fetch GETs url, signed, and returns its body: at most maxBytes (more fails with ErrTooLarge);

@@ -19,6 +19,7 @@ import (
 
 	"github.com/anchord/anchord/internal/activity"
 	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/egress"
 	"github.com/anchord/anchord/internal/httpsig"
 	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/store/storetest"
@@ -95,11 +96,23 @@ func (d *domain) set(fn func(d *domain)) {
 }
 
 type testBundle struct {
+	guard  *egress.Guard
 	client *Client
 	clock  *anchordtest.Clock
 	st     store.Store
 	ourKey ed25519.PrivateKey
 	keyID  string
+}
+
+// loopbackGuard is an outbound guard that lets the test's servers on loopback through.
+func loopbackGuard(t *testing.T) *egress.Guard {
+	t.Helper()
+	allowed, err := egress.ParseAllowed("127.0.0.0/8")
+	require.NoError(t, err)
+	g, err := egress.New(egress.Config{Allowed: allowed})
+	require.NoError(t, err)
+	t.Cleanup(g.CloseIdleConnections)
+	return g
 }
 
 func setup(t *testing.T) *testBundle {
@@ -108,9 +121,9 @@ func setup(t *testing.T) *testBundle {
 	require.NoError(t, err)
 	clock := anchordtest.NewClock()
 	st := storetest.Open(t, storetest.SQLiteOpener(t))
-	b := &testBundle{clock: clock, st: st, ourKey: key, keyID: "http://us.example/services/anchord/keys/main-key"}
+	b := &testBundle{clock: clock, st: st, ourKey: key, keyID: "http://us.example/services/anchord/keys/main-key", guard: loopbackGuard(t)}
 	b.client, err = New(Config{
-		KeyID: b.keyID, PrivateKey: key, Timeout: 5 * time.Second, NowFunc: clock.Now,
+		KeyID: b.keyID, PrivateKey: key, Timeout: 5 * time.Second, NowFunc: clock.Now, HTTP: b.guard.Client(),
 		Logger: anchordtest.Logger(t), Registerer: prometheus.NewRegistry(),
 	}, st)
 	require.NoError(t, err)
@@ -138,11 +151,14 @@ func TestNewValidates(t *testing.T) {
 	t.Parallel()
 	st := storetest.Open(t, storetest.SQLiteOpener(t))
 	_, key, _ := ed25519.GenerateKey(nil)
-	_, err := New(Config{PrivateKey: key}, st)
+	hc := loopbackGuard(t).Client()
+	_, err := New(Config{PrivateKey: key, HTTP: hc}, st)
 	require.ErrorContains(t, err, "key id")
-	_, err = New(Config{KeyID: "http://x/k", PrivateKey: key[:10]}, st)
+	_, err = New(Config{KeyID: "http://x/k", PrivateKey: key}, st)
+	require.ErrorContains(t, err, "outbound guard")
+	_, err = New(Config{KeyID: "http://x/k", PrivateKey: key[:10], HTTP: hc}, st)
 	require.ErrorContains(t, err, "private key")
-	_, err = New(Config{KeyID: "http://x/k", PrivateKey: key, Timeout: -time.Second}, st)
+	_, err = New(Config{KeyID: "http://x/k", PrivateKey: key, Timeout: -time.Second, HTTP: hc}, st)
 	require.ErrorContains(t, err, "negative")
 }
 
@@ -229,7 +245,7 @@ func TestFetchBounds(t *testing.T) {
 	_, err = b.client.Fetch(ctx, "ftp://example.com/x", 10)
 	require.ErrorContains(t, err, "scheme")
 
-	short, err := New(Config{KeyID: b.keyID, PrivateKey: b.ourKey, Timeout: 100 * time.Millisecond}, b.st)
+	short, err := New(Config{KeyID: b.keyID, PrivateKey: b.ourKey, Timeout: 100 * time.Millisecond, HTTP: b.guard.Client()}, b.st)
 	require.NoError(t, err)
 	defer short.Close()
 	start := time.Now()

@@ -28,6 +28,10 @@ const (
 	MaxStaleDefault = 6 * time.Hour
 	// MaxDocumentBytesDefault bounds an actor or key document.
 	MaxDocumentBytesDefault = activity.MaxActivityBytesDefault
+	// KeyFailureTTLDefault is how long a key that could not be resolved is answered from
+	// memory, without another fetch: a request signed with a failing keyId costs one fetch a
+	// minute, however often it comes, and a peer that was briefly down is verified again soon.
+	KeyFailureTTLDefault = time.Minute
 )
 
 // maxAnswerBytes bounds what is read of the answer to a POST: only its status matters.
@@ -47,8 +51,12 @@ type Config struct {
 	MaxStale  time.Duration
 	// MaxDocumentBytes bounds actor and key documents.
 	MaxDocumentBytes int64
-	// Transport sends the requests; nil means a clone of http.DefaultTransport.
-	Transport http.RoundTripper
+	// KeyFailureTTL is how long a key resolution that failed is remembered (at most CacheSize
+	// keys).
+	KeyFailureTTL time.Duration
+	// HTTP sends the requests: the outbound guard's client (egress.Guard.Client), which
+	// checks every destination, follows no redirects and caps the requests in flight. Required.
+	HTTP *http.Client
 	// NowFunc is the clock of the cache and of the Date header; nil means time.Now.
 	NowFunc    func() time.Time
 	Logger     *slog.Logger
@@ -61,6 +69,7 @@ func (c Config) withDefaults() Config {
 	c.CacheSize = cmp.Or(c.CacheSize, CacheSizeDefault)
 	c.MaxStale = cmp.Or(c.MaxStale, MaxStaleDefault)
 	c.MaxDocumentBytes = cmp.Or(c.MaxDocumentBytes, MaxDocumentBytesDefault)
+	c.KeyFailureTTL = cmp.Or(c.KeyFailureTTL, KeyFailureTTLDefault)
 	if c.NowFunc == nil {
 		c.NowFunc = time.Now
 	}
@@ -74,10 +83,13 @@ func (c Config) validate() error {
 	if c.KeyID == "" {
 		return errors.New("key id is empty")
 	}
+	if c.HTTP == nil {
+		return errors.New("no HTTP client: requests to other domains go through the outbound guard")
+	}
 	if len(c.PrivateKey) != ed25519.PrivateKeySize {
 		return fmt.Errorf("private key has %d bytes, want %d", len(c.PrivateKey), ed25519.PrivateKeySize)
 	}
-	for name, d := range map[string]time.Duration{"timeout": c.Timeout, "cache TTL": c.CacheTTL, "max stale": c.MaxStale} {
+	for name, d := range map[string]time.Duration{"timeout": c.Timeout, "cache TTL": c.CacheTTL, "max stale": c.MaxStale, "key failure TTL": c.KeyFailureTTL} {
 		if d < 0 {
 			return fmt.Errorf("%s %s is negative", name, d)
 		}

@@ -10,6 +10,7 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	cache    *prometheus.CounterVec
+	keys     *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -27,11 +28,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "anchord_peer_actor_cache_total",
 			Help: "Actor lookups by where the answer came from (memory, store, fetched, stale).",
 		}, []string{"source"}),
+		keys: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "anchord_peer_key_resolutions_total",
+			Help: "Resolutions of signing keys by outcome (resolved, failed, failure_remembered: a recent failure answered without a fetch).",
+		}, []string{"outcome"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.cache} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.cache, m.keys} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register peer metrics: %w", err)
 		}

@@ -105,8 +105,6 @@ type ActivityExecutor interface {
 	ActorCacheUpsert(ctx context.Context, a CachedActor) error
 	// ActorCacheGet returns a cached actor by IRI, or ErrNotFound.
 	ActorCacheGet(ctx context.Context, iri string) (CachedActor, error)
-	// ActorCacheGetByKey returns the cached actor whose public key id is keyID, or ErrNotFound.
-	ActorCacheGetByKey(ctx context.Context, keyID string) (CachedActor, error)
 
 	// RelationshipUpsert creates or replaces the relationship (p.Kind, p.Actor).
 	RelationshipUpsert(ctx context.Context, p RelationshipUpsertParams) error

@@ -4,19 +4,17 @@ import (
 	"cmp"
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"time"
 )
-
-// WebResolverTimeoutDefault bounds one DID document fetch when WebResolverConfig.Client is nil.
-const WebResolverTimeoutDefault = 10 * time.Second
 
 // WebResolverConfig configures NewWebResolver.
 type WebResolverConfig struct {
-	// Client fetches DID documents; nil means a client with WebResolverTimeoutDefault.
+	// Client fetches DID documents: the outbound guard's client (egress.Guard.Client), which
+	// checks the address, follows no redirects and bounds the time and the size. Required.
 	Client *http.Client
 	// Scheme is "https" (the default, what the did:web method requires) or "http", for
 	// domains that serve plain HTTP on loopback in tests and development.
@@ -33,7 +31,7 @@ func NewWebResolver(cfg WebResolverConfig) (ResolveKeyFunc, error) {
 	}
 	client := cfg.Client
 	if client == nil {
-		client = &http.Client{Timeout: WebResolverTimeoutDefault}
+		return nil, errors.New("new web resolver: no HTTP client: DID documents are fetched through the outbound guard")
 	}
 	return func(ctx context.Context, vm string) (ed25519.PublicKey, error) {
 		did, _, _ := strings.Cut(vm, "#")

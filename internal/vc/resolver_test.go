@@ -3,6 +3,8 @@ package vc
 import (
 	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,10 +12,13 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/egress"
 )
 
 type resolverBundle struct {
 	did     string
+	port    int
 	resolve ResolveKeyFunc
 	// body is what /.well-known/did.json answers; tests replace it while the server runs.
 	body atomic.Pointer[func(w http.ResponseWriter)]
@@ -33,15 +38,18 @@ func setupResolver(t *testing.T) *resolverBundle {
 		}
 		(*b.body.Load())(w)
 	}))
-	client := srv.Client()
-	t.Cleanup(func() {
-		client.CloseIdleConnections()
-		srv.Close()
-	})
+	t.Cleanup(srv.Close)
+	allowed, err := egress.ParseAllowed(strings.TrimPrefix(srv.URL, "http://"))
+	require.NoError(t, err)
+	guard, err := egress.New(egress.Config{Allowed: allowed})
+	require.NoError(t, err)
+	t.Cleanup(guard.CloseIdleConnections)
+	client := guard.Client()
 
 	did, err := DIDWeb(srv.URL)
 	require.NoError(t, err)
 	b.did = did
+	b.port = srv.Listener.Addr().(*net.TCPAddr).Port
 	doc, err := NewDIDDocument(did, testKey(1).Public().(ed25519.PublicKey))
 	require.NoError(t, err)
 	docJSON, err := json.Marshal(doc)
@@ -111,9 +119,21 @@ func TestWebResolverFailures(t *testing.T) {
 func TestNewWebResolverRejectsScheme(t *testing.T) {
 	t.Parallel()
 
-	_, err := NewWebResolver(WebResolverConfig{Scheme: "ftp"})
+	_, err := NewWebResolver(WebResolverConfig{Scheme: "ftp", Client: http.DefaultClient})
 	require.Error(t, err)
-	resolve, err := NewWebResolver(WebResolverConfig{})
+	_, err = NewWebResolver(WebResolverConfig{})
+	require.ErrorContains(t, err, "outbound guard")
+	resolve, err := NewWebResolver(WebResolverConfig{Client: http.DefaultClient})
 	require.NoError(t, err)
 	require.NotNil(t, resolve)
+}
+
+// TestWebResolverGoesThroughTheGuard: a did:web whose host is an address the outbound guard
+// refuses is not fetched.
+func TestWebResolverGoesThroughTheGuard(t *testing.T) {
+	t.Parallel()
+	b := setupResolver(t)
+	other := fmt.Sprintf("did:web:127.0.0.2%%3A%d", b.port)
+	_, err := b.resolve(t.Context(), other+"#key-1")
+	require.ErrorIs(t, err, egress.ErrRefused, "127.0.0.2 is not the allowed 127.0.0.1")
 }

@@ -58,7 +58,8 @@ func (e *InconsistencyError) Unwrap() []error { return []error{ErrInconsistent, 
 type FetchFunc func(ctx context.Context, path string, limit int64) ([]byte, error)
 
 // HTTPFetch returns a FetchFunc that GETs resources below root (the log's URL, e.g.
-// "https://b.example/log/") with client, which sets the time limits.
+// "https://b.example/log/") with client, which sets the time limits: the outbound guard's
+// client (egress.Guard.Client) for another domain's log.
 func HTTPFetch(client *http.Client, root string) (FetchFunc, error) {
 	if client == nil {
 		return nil, errors.New("witnesslog: HTTPFetch needs an HTTP client")

@@ -286,15 +286,6 @@ func (e executor) ActorCacheGet(ctx context.Context, iri string) (store.CachedAc
 	return a, nil
 }
 
-// ActorCacheGetByKey implements store.Executor.
-func (e executor) ActorCacheGetByKey(ctx context.Context, keyID string) (store.CachedActor, error) {
-	a, err := scanActor(e.q.QueryRow(ctx, qActorCacheGetByKey, keyID))
-	if err != nil {
-		return a, fmt.Errorf("get cached actor of key %s: %w", keyID, interpretError(err))
-	}
-	return a, nil
-}
-
 // RelationshipUpsert implements store.Executor.
 func (e executor) RelationshipUpsert(ctx context.Context, p store.RelationshipUpsertParams) error {
 	if _, err := e.q.Exec(ctx, qRelationshipUpsert, p.Kind, p.Actor, p.Status, p.ActivityID); err != nil {

@@ -116,9 +116,8 @@ const (
 		VALUES ($1, $2, $3, $4, $5, $6, $7)
 		ON CONFLICT (iri) DO UPDATE SET inbox = EXCLUDED.inbox, outbox = EXCLUDED.outbox, key_id = EXCLUDED.key_id,
 			key_pem = EXCLUDED.key_pem, document = EXCLUDED.document, fetched_at = EXCLUDED.fetched_at`
-	qActorCacheColumns  = `iri, inbox, outbox, key_id, key_pem, document, fetched_at`
-	qActorCacheGet      = `SELECT ` + qActorCacheColumns + ` FROM ap_actors WHERE iri = $1`
-	qActorCacheGetByKey = `SELECT ` + qActorCacheColumns + ` FROM ap_actors WHERE key_id = $1 ORDER BY fetched_at DESC LIMIT 1`
+	qActorCacheColumns = `iri, inbox, outbox, key_id, key_pem, document, fetched_at`
+	qActorCacheGet     = `SELECT ` + qActorCacheColumns + ` FROM ap_actors WHERE iri = $1`
 
 	qRelationshipColumns = `kind, actor, status, activity_id, created_at, updated_at`
 	qRelationshipUpsert  = `INSERT INTO ap_relationships (kind, actor, status, activity_id) VALUES ($1, $2, $3, $4)

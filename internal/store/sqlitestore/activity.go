@@ -297,15 +297,6 @@ func (e executor) ActorCacheGet(ctx context.Context, iri string) (store.CachedAc
 	return a, nil
 }
 
-// ActorCacheGetByKey implements store.Executor.
-func (e executor) ActorCacheGetByKey(ctx context.Context, keyID string) (store.CachedActor, error) {
-	a, err := scanActor(e.r.QueryRowContext(ctx, qActorCacheGetByKey, keyID))
-	if err != nil {
-		return a, fmt.Errorf("get cached actor of key %s: %w", keyID, notFound(err))
-	}
-	return a, nil
-}
-
 // RelationshipUpsert implements store.Executor.
 func (e executor) RelationshipUpsert(ctx context.Context, p store.RelationshipUpsertParams) error {
 	now := nowMicros()

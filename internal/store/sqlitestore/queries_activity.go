@@ -114,9 +114,8 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (iri) DO UPDATE SET inbox = excluded.inbox, outbox = excluded.outbox, key_id = excluded.key_id,
 			key_pem = excluded.key_pem, document = excluded.document, fetched_at = excluded.fetched_at`
-	qActorCacheColumns  = `iri, inbox, outbox, key_id, key_pem, document, fetched_at`
-	qActorCacheGet      = `SELECT ` + qActorCacheColumns + ` FROM ap_actors WHERE iri = ?`
-	qActorCacheGetByKey = `SELECT ` + qActorCacheColumns + ` FROM ap_actors WHERE key_id = ? ORDER BY fetched_at DESC LIMIT 1`
+	qActorCacheColumns = `iri, inbox, outbox, key_id, key_pem, document, fetched_at`
+	qActorCacheGet     = `SELECT ` + qActorCacheColumns + ` FROM ap_actors WHERE iri = ?`
 
 	qRelationshipColumns = `kind, actor, status, activity_id, created_at, updated_at`
 	// Parameters: kind, actor, status, activity id, created_at, updated_at. The upsert keeps the

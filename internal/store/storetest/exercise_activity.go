@@ -415,16 +415,11 @@ func exerciseActivity(t *testing.T, setup setupFunc) {
 		got, err := s.ActorCacheGet(ctx, a.IRI)
 		require.NoError(t, err)
 		require.Equal(t, a, got)
-		byKey, err := s.ActorCacheGetByKey(ctx, a.KeyID)
-		require.NoError(t, err)
-		require.Equal(t, a, byKey)
 		a.Inbox, a.FetchedAt = "https://b.example/new-inbox", at.Add(time.Minute)
 		require.NoError(t, s.ActorCacheUpsert(ctx, a))
 		got, err = s.ActorCacheGet(ctx, a.IRI)
 		require.NoError(t, err)
 		require.Equal(t, a, got)
-		_, err = s.ActorCacheGetByKey(ctx, "https://none.example/k")
-		require.ErrorIs(t, err, store.ErrNotFound)
 	})
 
 	t.Run("Relationships", func(t *testing.T) {
