@@ -149,8 +149,11 @@ loop:
 		select {
 		case <-ticker.C:
 			r.stats.progress(out, time.Since(start), &lastAccepted)
-		case <-intervals:
-			cut(time.Since(start))
+		case tick := <-intervals:
+			// The interval ends when its tick was due, not when this loop got to it: on a busy
+			// machine the loop may run late, and the last, partial interval would then be too short
+			// to print (and every line's length would drift from --interval).
+			cut(tick.Sub(start))
 		case <-done:
 			break loop
 		}
