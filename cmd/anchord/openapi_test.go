@@ -4,11 +4,17 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -20,6 +26,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/anchord/anchord/internal/anchordtest"
 	"github.com/anchord/anchord/internal/cas"
@@ -88,7 +95,14 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	keyFile, bKey := writeKeyFile(t)
-	b := startDomain(t, "B", "--witness-log", "--witness-log-checkpoint-interval", "200ms", "--key-file", keyFile)
+	// B is also a C2SP tlog-witness of a log the test signs for.
+	logOrigin := "example.com/openapi-test-log"
+	logSigner, logVerifier, err := note.GenerateKey(rand.Reader, logOrigin)
+	require.NoError(t, err)
+	knownLogs := filepath.Join(t.TempDir(), "known-logs")
+	require.NoError(t, os.WriteFile(knownLogs, []byte(logVerifier+"\n"), 0o600))
+	b := startDomain(t, "B", "--witness-log", "--witness-log-checkpoint-interval", "200ms", "--key-file", keyFile,
+		"--tlog-witness", "--tlog-witness-logs", knownLogs)
 	a := startDomain(t, "A", append(slices.Clone(witnessTiming),
 		"--auth-tokens-def", `^/explorer/api/pipeline|read|`, "--auth-tokens", "read=s3cret")...)
 	a.admin("policy", "set", "OutOf(1,system)")
@@ -165,6 +179,14 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	m := newPeerStandIn(t)
 	stranger := &httpSigner{keyID: m.keyID(), key: m.key}            // a domain A does not know
 	asB := &httpSigner{keyID: b.actor + "/keys/main-key", key: bKey} // A's witness and follower
+	signer, err := note.NewSigner(logSigner)
+	require.NoError(t, err)
+	emptyRoot := sha256.Sum256(nil)
+	checkpoint, err := note.Sign(&note.Note{Text: fmt.Sprintf("%s\n0\n%s\n", logOrigin, base64.StdEncoding.EncodeToString(emptyRoot[:]))}, signer)
+	require.NoError(t, err)
+	foreign, err := note.Sign(&note.Note{Text: fmt.Sprintf("example.com/unknown-log\n0\n%s\n", base64.StdEncoding.EncodeToString(emptyRoot[:]))}, signer)
+	require.NoError(t, err)
+	originHash := sha256.Sum256([]byte(logOrigin))
 	ex := []*exchange{
 		{d: a, path: "/sidetree/v1/operations", method: http.MethodPost, target: "/sidetree/v1/operations", body: third, header: h("Content-Type", "application/json")},
 		{d: a, path: "/sidetree/v1/operations", method: http.MethodPost, target: "/sidetree/v1/operations", body: []byte(`{"type":"create"}`), header: h("Content-Type", "application/json")},
@@ -226,6 +248,13 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		{d: a, path: "/explorer/api/pipeline", method: http.MethodGet, target: "/explorer/api/pipeline"},
 		{d: a, path: "/explorer/api/federation", method: http.MethodGet, target: "/explorer/api/federation"},
 		{d: b, path: "/log/checkpoint", method: http.MethodGet, target: "/log/checkpoint"},
+		{d: b, path: "/witness/add-checkpoint", method: http.MethodPost, target: "/witness/add-checkpoint", body: append([]byte("old 0\n\n"), checkpoint...)},
+		{d: b, path: "/witness/add-checkpoint", method: http.MethodPost, target: "/witness/add-checkpoint", body: append([]byte("old 5\n\n"), checkpoint...)},
+		{d: b, path: "/witness/add-checkpoint", method: http.MethodPost, target: "/witness/add-checkpoint", body: append([]byte("old 0\n\n"), foreign...)},
+		{d: b, path: "/witness/add-checkpoint", method: http.MethodPost, target: "/witness/add-checkpoint", body: []byte("not a request")},
+		{d: b, path: "/witness/{hash}/checkpoint", method: http.MethodGet, target: "/witness/" + hex.EncodeToString(originHash[:]) + "/checkpoint"},
+		{d: b, path: "/witness/{hash}/checkpoint", method: http.MethodGet, target: "/witness/" + strings.Repeat("0", 64) + "/checkpoint"},
+		{d: b, path: "/witness/{hash}/checkpoint", method: http.MethodGet, target: "/witness/NOT-HEX/checkpoint"},
 		{d: b, path: "/log/tile/{level}/{index}", method: http.MethodGet, target: fmt.Sprintf("/log/tile/0/000.p/%d", logSize)},
 		{d: b, path: "/log/tile/{level}/{index}", method: http.MethodGet, target: "/log/tile/0/x001/000"},
 		{d: b, path: "/log/tile/{level}/{index}", method: http.MethodGet, target: "/log/tile/0/nope"},
@@ -252,7 +281,7 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 
 	// The document describes these bodies as strings; kin-openapi decodes only text/plain so.
 	textDecoders.Do(func() {
-		for _, mt := range []string{"text/html", "text/javascript", "text/css", "application/xrd+xml"} {
+		for _, mt := range []string{"text/html", "text/javascript", "text/css", "application/xrd+xml", "text/x.tlog.size"} {
 			openapi3filter.RegisterBodyDecoder(mt, openapi3filter.PlainBodyDecoder)
 		}
 	})

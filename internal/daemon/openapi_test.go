@@ -18,7 +18,7 @@ import (
 )
 
 // TestOpenAPIDocumentsEveryRoute assembles the embedded daemon (the shape that serves every
-// public route) with the witness log on, takes the patterns its HTTP server registered, and requires each in the
+// public route) with the witness log and the tlog-witness on, takes the patterns its HTTP server registered, and requires each in the
 // OpenAPI document with its method, and each documented operation to be served. The document
 // must validate.
 func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
@@ -33,6 +33,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	cfg.AdminAddr = "127.0.0.1:0"
 	cfg.DataDir = t.TempDir()
 	cfg.WitnessLog.Enabled = true
+	cfg.Cosigner.Enabled = true
 	logger := anchordtest.Logger(t)
 	st, err := sqlitestore.Open(ctx, sqlitestore.Config{DataDir: cfg.DataDir, Logger: logger})
 	require.NoError(t, err)
