@@ -184,6 +184,8 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	emptyRoot := sha256.Sum256(nil)
 	checkpoint, err := note.Sign(&note.Note{Text: fmt.Sprintf("%s\n0\n%s\n", logOrigin, base64.StdEncoding.EncodeToString(emptyRoot[:]))}, signer)
 	require.NoError(t, err)
+	grown, err := note.Sign(&note.Note{Text: fmt.Sprintf("%s\n1\n%s\n", logOrigin, base64.StdEncoding.EncodeToString(emptyRoot[:]))}, signer)
+	require.NoError(t, err)
 	foreign, err := note.Sign(&note.Note{Text: fmt.Sprintf("example.com/unknown-log\n0\n%s\n", base64.StdEncoding.EncodeToString(emptyRoot[:]))}, signer)
 	require.NoError(t, err)
 	originHash := sha256.Sum256([]byte(logOrigin))
@@ -249,7 +251,7 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		{d: a, path: "/explorer/api/federation", method: http.MethodGet, target: "/explorer/api/federation"},
 		{d: b, path: "/log/checkpoint", method: http.MethodGet, target: "/log/checkpoint"},
 		{d: b, path: "/witness/add-checkpoint", method: http.MethodPost, target: "/witness/add-checkpoint", body: append([]byte("old 0\n\n"), checkpoint...)},
-		{d: b, path: "/witness/add-checkpoint", method: http.MethodPost, target: "/witness/add-checkpoint", body: append([]byte("old 5\n\n"), checkpoint...)},
+		{d: b, path: "/witness/add-checkpoint", method: http.MethodPost, target: "/witness/add-checkpoint", body: append([]byte("old 1\n\n"), grown...)},
 		{d: b, path: "/witness/add-checkpoint", method: http.MethodPost, target: "/witness/add-checkpoint", body: append([]byte("old 0\n\n"), foreign...)},
 		{d: b, path: "/witness/add-checkpoint", method: http.MethodPost, target: "/witness/add-checkpoint", body: []byte("not a request")},
 		{d: b, path: "/witness/{hash}/checkpoint", method: http.MethodGet, target: "/witness/" + hex.EncodeToString(originHash[:]) + "/checkpoint"},
