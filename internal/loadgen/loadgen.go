@@ -109,14 +109,16 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (Summary, error) {
 
 	fmt.Fprintf(out, "load: %s, mix %s, concurrency %d, rate %s, duration %s, count %d\n",
 		cfg.Target, cfg.Mix, cfg.Concurrency, rateString(cfg.Rate), cfg.Duration, cfg.Count)
+	// The first sample reads every target's /metrics, which a busy server may take seconds to
+	// answer: the timed phase starts after it, or it would eat into --duration.
+	meter := newUsageMeter(r.client, r.targets)
+	first := meter.sample(ctx)
 	runCtx := ctx
 	if cfg.Duration > 0 {
 		var cancel context.CancelFunc
 		runCtx, cancel = context.WithTimeout(ctx, cfg.Duration)
 		defer cancel()
 	}
-	meter := newUsageMeter(r.client, r.targets)
-	first := meter.sample(ctx)
 	last := first
 	cut := func(elapsed time.Duration) {
 		now := meter.sample(ctx)
