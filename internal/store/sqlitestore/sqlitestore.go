@@ -306,10 +306,19 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 		return fmt.Errorf("begin: %w", err)
 	}
 	hooks, err := s.inTx(ctx, conn, fn)
-	if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), qSynchronousFull); rerr != nil {
-		// A connection that cannot be set back must not serve writes that expect FULL.
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// A cancelled context makes database/sql roll the transaction back from a goroutine of
+		// its own, which may not have run yet: the connection may still be inside the
+		// transaction, where the setting cannot change. It is dropped instead (a new one opens
+		// with FULL), which also ends the transaction.
 		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		s.logger.Error("restore synchronous=FULL on the writer; connection dropped", "error", rerr)
+	default:
+		if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), qSynchronousFull); rerr != nil {
+			// A connection that cannot be set back must not serve writes that expect FULL.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			s.logger.Error("restore synchronous=FULL on the writer; connection dropped", "error", rerr)
+		}
 	}
 	_ = conn.Close()
 	if err != nil {

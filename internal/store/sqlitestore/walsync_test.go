@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/anchord/anchord/internal/anchordtest"
 	"github.com/anchord/anchord/internal/store"
 )
 
@@ -142,4 +144,41 @@ func BenchmarkConcurrentCommits(b *testing.B) {
 			b.ReportMetric(float64(cpu)*float64(b.N)/float64(elapsed), "cores")
 		})
 	}
+}
+
+// TestInTxCancelledMidTransactionLeavesAWriterAtFull: transactions whose context is cancelled
+// while they run (database/sql then rolls them back from a goroutine of its own) change
+// nothing, log no error, and leave the writer usable at synchronous=FULL.
+func TestInTxCancelledMidTransactionLeavesAWriterAtFull(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var logs anchordtest.SyncBuffer
+	s, err := Open(ctx, Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	defer s.Close()
+	for i := range 50 {
+		cctx, cancel := context.WithCancel(ctx)
+		err := s.InTx(cctx, func(ctx context.Context, tx store.Executor) error {
+			if err := tx.SettingPut(ctx, fmt.Sprintf("cancelled-%d", i), []byte("v")); err != nil {
+				return err
+			}
+			cancel()
+			return ctx.Err()
+		})
+		require.ErrorIs(t, err, context.Canceled)
+		require.NoError(t, s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+			return tx.SettingPut(ctx, fmt.Sprintf("kept-%d", i), []byte("v"))
+		}))
+	}
+	for i := range 50 {
+		_, err := s.SettingGet(ctx, fmt.Sprintf("cancelled-%d", i))
+		require.ErrorIs(t, err, store.ErrNotFound)
+		v, err := s.SettingGet(ctx, fmt.Sprintf("kept-%d", i))
+		require.NoError(t, err)
+		require.Equal(t, []byte("v"), v)
+	}
+	var mode int
+	require.NoError(t, s.writer.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&mode))
+	require.Equal(t, 2, mode, "the writer is at FULL")
+	require.NotContains(t, logs.String(), "level=ERROR")
 }
