@@ -29,7 +29,7 @@ func TestLedgerBackendGivesBackRejectedAnchors(t *testing.T) {
 	p := anchordtest.StartProcess(t, anchordtest.ProcessConfig{
 		Args: []string{"serve", "--host-url", addr, "--anchor-backend", "ledger", "--ledger-url", led.URL,
 			"--batch-writer-timeout", "100ms", "--submitter-interval", "50ms", "--submitter-backoff-initial", "50ms",
-			"--submitter-backoff-max", "200ms", "--ledger-status-poll-interval", "100ms", "--task-manager-check-interval", "200ms"},
+			"--submitter-backoff-max", "200ms", "--ledger-status-poll-interval", "500ms", "--task-manager-check-interval", "1s"},
 		Addr: addr,
 	})
 	p.WaitHealthy(30 * time.Second)

@@ -27,7 +27,7 @@ func TestSeparateSubmittersSurviveAKill(t *testing.T) {
 	ledgerArgs := []string{"--database-url", db, "--anchor-backend", "ledger", "--ledger-url", led.URL,
 		"--submitter-interval", "50ms", "--submitter-backoff-initial", "50ms", "--submitter-backoff-max", "200ms",
 		"--submitter-claim-ttl", "3s", "--ledger-request-timeout", "1s",
-		"--ledger-status-poll-interval", "100ms", "--task-manager-check-interval", "200ms"}
+		"--ledger-status-poll-interval", "500ms", "--task-manager-check-interval", "1s"}
 	// The API instance runs submitters too ("all"); two more run nothing else. Batches of at
 	// most 10 operations make 20 or more submissions of the 200 creates, so the ledger's faults
 	// are met whatever the speed of intake (with few large batches, none was).
