@@ -67,7 +67,8 @@ type Config struct {
 	DatabaseURL string
 	// DatabaseMaxConns bounds the database connection pool.
 	DatabaseMaxConns int
-	// MQURL selects RabbitMQ (amqp://…); empty means the in-process pub/sub.
+	// MQURL selects RabbitMQ (amqp://…) and the cluster shape; empty means one embedded
+	// instance, whose operation queue is its database and which uses no pub/sub.
 	MQURL string
 
 	LogLevel  string

@@ -14,7 +14,7 @@ func (c *Config) params() []param.Param {
 		param.String(&c.DataDir, "data-dir", "directory of the embedded SQLite store (used when --database-url is empty)"),
 		param.Secret(&c.DatabaseURL, "database-url", "PostgreSQL URL (postgres://…); empty runs on the embedded SQLite store"),
 		param.Int(&c.DatabaseMaxConns, "database-max-conns", "maximum open database connections"),
-		param.Secret(&c.MQURL, "mq-url", "RabbitMQ URL (amqp://…); empty runs on the in-process pub/sub"),
+		param.Secret(&c.MQURL, "mq-url", "RabbitMQ URL (amqp://…): instances sharing --database-url and this broker form a cluster; empty runs one embedded instance, whose queue is its database"),
 		param.String(&c.LogLevel, "log-level", "debug, info, warn or error"),
 		param.String(&c.LogFormat, "log-format", "text or json"),
 		param.Duration(&c.HTTP.ReadTimeout, "http-read-timeout", "maximum time to read a request"),
