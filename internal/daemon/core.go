@@ -154,19 +154,36 @@ func (c *core) useBroker(ps pubsub.PubSub, run func(ctx context.Context) error, 
 	c.sup.onStop(StageBroker, "broker-connection", func() { _ = closeFn() })
 }
 
-// listen binds the API and admin ports before anything joins a cluster: a port in use stops the
-// process at once, before its task entry could make it look like a dead instance.
-func (c *core) listen() error {
-	var err error
-	if c.apiLn, err = net.Listen("tcp", c.cfg.HostURL); err != nil {
-		return fmt.Errorf("--host-url: %w", err)
-	}
+// listen takes the ports Run bound (before anything joins a cluster: a port in use stops the
+// process at once, before its task entry could make it look like a dead instance) and the
+// admin token.
+func (c *core) listen(lns listeners) error {
+	c.apiLn, c.adminLn = lns.api, lns.admin
 	c.sup.onStop(StageHTTP, "api-listener", func() { _ = c.apiLn.Close() })
-	if c.adminLn, err = net.Listen("tcp", c.cfg.AdminAddr); err != nil {
-		return fmt.Errorf("--admin-addr: %w", err)
-	}
 	c.sup.onStop(StageHTTP, "admin-listener", func() { _ = c.adminLn.Close() })
 	return c.loadAdminToken()
+}
+
+// listeners are the API and admin ports, bound by listen before the start does anything else.
+type listeners struct{ api, admin net.Listener }
+
+// listen binds the API and admin ports.
+func listen(cfg config.Config) (listeners, error) {
+	api, err := net.Listen("tcp", cfg.HostURL)
+	if err != nil {
+		return listeners{}, fmt.Errorf("--host-url: %w", err)
+	}
+	admin, err := net.Listen("tcp", cfg.AdminAddr)
+	if err != nil {
+		_ = api.Close()
+		return listeners{}, fmt.Errorf("--admin-addr: %w", err)
+	}
+	return listeners{api: api, admin: admin}, nil
+}
+
+func (l listeners) close() {
+	_ = l.api.Close()
+	_ = l.admin.Close()
 }
 
 // loadAdminToken takes --admin-token, or else the token kept in the data directory, made at the

@@ -52,7 +52,22 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	if err := registerProcessMetrics(reg, opts.Build); err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg, logger, reg)
+	// The ports are bound before anything is created or waited for: a busy port fails the
+	// start at once and leaves no data directory behind, and while the start waits, the ports
+	// answer 503 with what it waits for instead of holding connections that hang.
+	lns, err := listen(cfg)
+	if err != nil {
+		return err
+	}
+	gate := newStartGate(logger.With("component", "start"), lns.api, lns.admin)
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			_ = gate.handOver(time.Second)
+			lns.close()
+		}
+	}()
+	st, err := openStore(ctx, cfg, logger, reg, gate)
 	if err != nil {
 		return err
 	}
@@ -66,8 +81,13 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	if s, ok := st.(*pgstore.Store); ok && s.Analyzer() != nil {
 		sup.add(StageDatabase, "postgres-analyzer", s.Analyzer().Run)
 	}
-	srv, err := assemble(ctx, cfg, st, logger, reg, sup, opts.Build)
+	srv, err := assemble(ctx, cfg, st, logger, reg, sup, opts.Build, lns, gate)
 	if err != nil {
+		sup.abort()
+		return err
+	}
+	handedOver = true
+	if err := gate.handOver(cfg.ShutdownTimeout); err != nil {
 		sup.abort()
 		return err
 	}
@@ -86,7 +106,7 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 type shape func(ctx context.Context, c *core) error
 
 // assemble picks the deployment shape, builds it on the core and returns the HTTP server.
-func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Logger, reg *prometheus.Registry, sup *supervisor, bi buildinfo.Info) (*httpapi.Server, error) {
+func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Logger, reg *prometheus.Registry, sup *supervisor, bi buildinfo.Info, lns listeners, gate *startGate) (*httpapi.Server, error) {
 	// A fresh identity per process start for an instance among others: a restarted instance
 	// never inherits the task entry (and fence) of its previous life, and a submitter process
 	// never shares the API instance's identity in the task permits.
@@ -102,18 +122,20 @@ func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *sl
 	if err != nil {
 		return nil, err
 	}
-	if err := c.listen(); err != nil {
+	if err := c.listen(lns); err != nil {
 		return nil, err
 	}
 	c.routes = append(c.routes, httpapi.VersionRoutes(c.versionInfo(bi)), httpapi.OpenAPIRoutes())
 	c.witnessPolicy()
 	if cfg.MQURL != "" {
+		gate.wait("RabbitMQ")
 		ps, err := openBroker(ctx, cfg, st, logger, reg)
 		if err != nil {
 			return nil, err
 		}
 		c.useBroker(ps, ps.Run, ps.Close)
 	}
+	gate.wait("its components to start")
 	if err := build(ctx, c); err != nil {
 		return nil, err
 	}
@@ -123,7 +145,7 @@ func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *sl
 // openStore opens the configured store. PostgreSQL may not be up yet when a cluster starts, so
 // it is retried with backoff (and a log line per attempt) until it answers or ctx is done;
 // what retrying cannot fix (no such database, credentials refused) stops the process at once.
-func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, reg prometheus.Registerer) (store.Store, error) {
+func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, reg prometheus.Registerer, gate *startGate) (store.Store, error) {
 	log := logger.With("component", "store")
 	if cfg.DatabaseURL == "" {
 		s, err := sqlitestore.Open(ctx, sqlitestore.Config{DataDir: cfg.DataDir, Synchronous: cfg.SQLiteSynchronous, MmapSize: mmapSize(cfg.SQLiteMmapSize),
@@ -133,6 +155,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, reg 
 		}
 		return s, nil
 	}
+	gate.wait("PostgreSQL")
 	for attempt := 1; ; attempt++ {
 		s, err := pgstore.Open(ctx, pgstore.Config{
 			URL: cfg.DatabaseURL, MaxConns: cfg.DatabaseMaxConns, AnalyzeInterval: pgstore.AnalyzeIntervalDefault, Logger: log, Registerer: reg,
@@ -146,7 +169,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, reg 
 		wait := loop.Backoff(attempt, 500*time.Millisecond, 1.5, 10*time.Second)
 		log.Warn("waiting for the database", "attempt", attempt, "retry_in", wait, "error", err)
 		if !loop.Sleep(ctx, wait) {
-			return nil, fmt.Errorf("--database-url: database not reachable: %w", err)
+			return nil, fmt.Errorf("--database-url: stopped while waiting for PostgreSQL: %w", err)
 		}
 	}
 }
