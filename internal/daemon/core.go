@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,6 +38,8 @@ type core struct {
 	reg        *prometheus.Registry
 	sup        *supervisor
 	instanceID string
+	// claimOwner holds this instance's inbox and delivery claims (see claimOwner).
+	claimOwner string
 
 	profile sidetree.Profile
 	limits  batchfile.Limits
@@ -159,9 +162,28 @@ func (c *core) useBroker(ps pubsub.PubSub, run func(ctx context.Context) error, 
 // admin token.
 func (c *core) listen(lns listeners) error {
 	c.apiLn, c.adminLn = lns.api, lns.admin
+	c.claimOwner = claimOwner(c.instanceID, lns.api.Addr())
 	c.sup.onStop(StageHTTP, "api-listener", func() { _ = c.apiLn.Close() })
 	c.sup.onStop(StageHTTP, "admin-listener", func() { _ = c.adminLn.Close() })
 	return c.loadAdminToken()
+}
+
+// claimOwner names the holder of this instance's claims on inbox rows and deliveries. An
+// embedded instance has one id for life. A cluster instance's id is fresh per start (its task
+// entry must not be inherited), so its claims are held under its host name and bound API
+// address instead: the same instance started again on the same address takes back at once
+// what its killed previous life held, and no live process can hold that name, since binding the
+// address proves the previous holder gone. With an ephemeral port the name changes, and a dead
+// life's claims expire with their TTL as before.
+func claimOwner(instanceID string, api net.Addr) string {
+	if instanceID == embeddedInstanceID {
+		return instanceID
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	return "listener:" + host + "/" + api.String()
 }
 
 // listeners are the API and admin ports, bound by listen before the start does anything else.

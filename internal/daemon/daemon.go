@@ -117,7 +117,6 @@ func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *sl
 	case cfg.MQURL != "":
 		name, build, instanceID = "cluster", cluster, uuid.NewString()
 	}
-	logger.Info("instance", "instance_id", instanceID, "shape", name)
 	c, err := newCore(cfg, st, logger, reg, sup, instanceID)
 	if err != nil {
 		return nil, err
@@ -125,6 +124,7 @@ func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *sl
 	if err := c.listen(lns); err != nil {
 		return nil, err
 	}
+	logger.Info("instance", "instance_id", instanceID, "claim_owner", c.claimOwner, "shape", name)
 	c.routes = append(c.routes, httpapi.VersionRoutes(c.versionInfo(bi)), httpapi.OpenAPIRoutes())
 	c.witnessPolicy()
 	if cfg.MQURL != "" {
