@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"net/http"
+	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"syscall"
 	"time"
 
@@ -52,6 +54,14 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	if err := registerProcessMetrics(reg, opts.Build); err != nil {
 		return err
 	}
+	// What a parameter can get wrong is checked before anything is created, and a start that
+	// fails anyway removes the data directory it created: a failed first start leaves no trace
+	// (no directory, no recorded DID method) that the corrected command would trip over.
+	if err := precheck(cfg); err != nil {
+		return err
+	}
+	_, statErr := os.Stat(cfg.DataDir)
+	freshDataDir := cfg.DataDir != "" && errors.Is(statErr, fs.ErrNotExist)
 	// The ports are bound before anything is created or waited for: a busy port fails the
 	// start at once and leaves no data directory behind, and while the start waits, the ports
 	// answer 503 with what it waits for instead of holding connections that hang.
@@ -65,6 +75,12 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		if !handedOver {
 			_ = gate.handOver(time.Second)
 			lns.close()
+			if freshDataDir {
+				// Everything in it is this failed start's; the store is closed by now.
+				if err := os.RemoveAll(cfg.DataDir); err != nil {
+					logger.Warn("remove the data directory of a failed start", "dir", cfg.DataDir, "error", err)
+				}
+			}
 		}
 	}()
 	st, err := openStore(ctx, cfg, logger, reg, gate)
@@ -99,6 +115,18 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		return err
 	}
 	logger.Info("anchord stopped")
+	return nil
+}
+
+// precheck validates the parameters that only the daemon parses, so that a wrong value fails
+// the start before it creates or records anything.
+func precheck(cfg config.Config) error {
+	if _, err := httpapi.ParseTokenAuth(cfg.AuthTokensDef, cfg.AuthTokens); err != nil {
+		return fmt.Errorf("--auth-tokens-def: %w", err)
+	}
+	if _, err := trust.ClientConfig(cfg.TLSCAFile); err != nil {
+		return fmt.Errorf("--tls-ca-file: %w", err)
+	}
 	return nil
 }
 
