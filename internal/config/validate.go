@@ -182,6 +182,9 @@ func (c *Config) Validate() error {
 	if c.SQLiteSynchronous != "full" && c.SQLiteSynchronous != "normal" {
 		return &ParamError{Param: "sqlite-synchronous", Value: c.SQLiteSynchronous, Err: fmt.Errorf("must be full or normal")}
 	}
+	if c.IPFSTimeout <= 0 {
+		return &ParamError{Param: "ipfs-timeout", Value: c.IPFSTimeout.String(), Err: fmt.Errorf("must be positive")}
+	}
 	switch c.CASType {
 	case "local":
 	case "ipfs":

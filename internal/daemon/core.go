@@ -124,7 +124,7 @@ func (c *core) buildCAS() error {
 	var node *ipfs.Client
 	if c.cfg.CASType == "ipfs" {
 		var err error
-		if node, err = ipfs.New(ipfs.Config{URL: c.cfg.IPFSURL, Logger: c.log("ipfs"), Registerer: c.reg}); err != nil {
+		if node, err = ipfs.New(ipfs.Config{URL: c.cfg.IPFSURL, RequestTimeout: c.cfg.IPFSTimeout, Logger: c.log("ipfs"), Registerer: c.reg}); err != nil {
 			return fmt.Errorf("--ipfs-url: %w", err)
 		}
 		mirror = node

@@ -41,6 +41,9 @@ type Param struct {
 	aliases []string
 	// envs are further environment variables, taken verbatim (Orb's, e.g. ORB_AUTH_TOKENS).
 	envs []string
+	// refusal, when set, makes this an Orb parameter anchord has no knob for: setting it (by
+	// flag or by its environment variables) fails with this text, which says what to use.
+	refusal string
 }
 
 // Name returns the flag name.
@@ -59,6 +62,27 @@ func (p Param) Also(names ...string) Param {
 	p.aliases = append(p.aliases, names...)
 	return p
 }
+
+// Millis returns p (a Duration) also taking a bare integer as milliseconds, Orb's unit for the
+// same parameter (BATCH_WRITER_TIMEOUT=1000): Go durations always carry a unit, so the two
+// cannot be confused.
+func (p Param) Millis() Param {
+	if d, ok := p.value.(*durationValue); ok {
+		p.value = (*millisDurationValue)(d)
+	}
+	return p
+}
+
+// Refused declares an Orb parameter that anchord has no knob for: setting it by flag or by its
+// environment variables fails the command with one line, "--<name> is Orb's …: <instead>".
+// It is listed apart in --help and never shown by the configuration.
+func Refused(name, instead string) Param {
+	var ignored stringValue
+	return Param{name: name, usage: instead, value: &ignored, refusal: instead}
+}
+
+// IsRefused reports whether p is an Orb parameter anchord refuses.
+func (p Param) IsRefused() bool { return p.refusal != "" }
 
 // String binds a string field.
 func String(field *string, name, usage string) Param {
@@ -100,9 +124,14 @@ type Error struct {
 	Param string // flag name without dashes
 	Value string
 	Err   error
+	// Env is the environment variable the value came from; empty for a flag.
+	Env string
 }
 
 func (e *Error) Error() string {
+	if e.Env != "" {
+		return fmt.Sprintf("invalid value %q for %s (--%s): %v", e.Value, e.Env, e.Param, e.Err)
+	}
 	return fmt.Sprintf("invalid value %q for --%s (%s): %v", e.Value, e.Param, EnvName(e.Param), e.Err)
 }
 
@@ -156,8 +185,11 @@ func Parse(command string, args []string, lookupEnv func(string) (string, bool),
 		}
 		for _, env := range envs {
 			if v, ok := lookupEnv(env); ok {
+				if p.refusal != "" {
+					return fmt.Errorf("%s: --%s is Orb's, and anchord does not have it: %s", env, p.name, p.refusal)
+				}
 				if err := p.value.Set(v); err != nil {
-					return &Error{Param: p.name, Value: shown(p, v), Err: fmt.Errorf("%s: %w", env, err)}
+					return &Error{Param: p.name, Value: shown(p, v), Err: err, Env: env}
 				}
 			}
 		}
@@ -172,7 +204,13 @@ func Parse(command string, args []string, lookupEnv func(string) (string, bool),
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (see %s --help)", fs.Arg(0), command)
 	}
-	return nil
+	var refused error
+	fs.Visit(func(f *flag.Flag) {
+		if p := byName[f.Name]; p.refusal != "" && refused == nil {
+			refused = fmt.Errorf("--%s is Orb's, and anchord does not have it: %s", f.Name, p.refusal)
+		}
+	})
+	return refused
 }
 
 // flagError turns the flag package's messages into one line naming the parameter.
@@ -212,7 +250,12 @@ func writeUsage(out io.Writer, command string, params []Param) {
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  PARAMETER\tENVIRONMENT\tDEFAULT\tDESCRIPTION\n")
+	var refused []Param
 	for _, p := range sorted {
+		if p.refusal != "" {
+			refused = append(refused, p)
+			continue
+		}
 		def := p.value.String()
 		if def == "" {
 			def = `""`
@@ -229,6 +272,12 @@ func writeUsage(out io.Writer, command string, params []Param) {
 		fmt.Fprintf(tw, "  --%s\t%s\t%s\t%s\n", p.name, EnvName(p.name), def, usage)
 	}
 	_ = tw.Flush()
+	if len(refused) > 0 {
+		fmt.Fprintf(out, "\nOrb's parameters that anchord does not have (setting one fails; use instead):\n")
+		for _, p := range refused {
+			fmt.Fprintf(out, "  --%s ($%s): %s\n", p.name, strings.Join(p.envs, ", $"), p.refusal)
+		}
+	}
 }
 
 // LookupEnv is os.LookupEnv, named for callers that pass it to Parse.
@@ -285,6 +334,22 @@ func (v *boolValue) Set(s string) error {
 		return errors.New("not a boolean (true or false)")
 	}
 	*v = boolValue(b)
+	return nil
+}
+
+type millisDurationValue time.Duration
+
+func (v *millisDurationValue) String() string { return time.Duration(*v).String() }
+func (v *millisDurationValue) Set(s string) error {
+	if ms, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
+		*v = millisDurationValue(time.Duration(ms) * time.Millisecond)
+		return nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return errors.New(`not a duration (Go syntax, e.g. "2s", "500ms", or an integer of milliseconds, as Orb's)`)
+	}
+	*v = millisDurationValue(d)
 	return nil
 }
 
