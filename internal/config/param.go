@@ -145,7 +145,12 @@ func orbRefused() []param.Param {
 // validates it. With --help it writes the parameter table to out and returns param.ErrHelp.
 func Load(args []string, lookupEnv func(string) (string, bool), out io.Writer) (Config, error) {
 	c := Default()
-	if err := param.Parse("serve", args, lookupEnv, append(c.params(), orbRefused()...), out); err != nil {
+	params := c.params()
+	for i, p := range params {
+		g := groupOf(p.Name())
+		params[i] = p.InGroup(logGroups[g].name, g)
+	}
+	if err := param.Parse("serve", args, lookupEnv, append(params, orbRefused()...), out); err != nil {
 		return Config{}, err
 	}
 	if err := c.Validate(); err != nil {

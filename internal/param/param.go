@@ -15,8 +15,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/anchord/anchord/internal/secret"
 )
@@ -44,6 +44,9 @@ type Param struct {
 	// refusal, when set, makes this an Orb parameter anchord has no knob for: setting it (by
 	// flag or by its environment variables) fails with this text, which says what to use.
 	refusal string
+	// group and groupRank file the parameter under a heading of --help (InGroup).
+	group     string
+	groupRank int
 }
 
 // Name returns the flag name.
@@ -202,7 +205,7 @@ func Parse(command string, args []string, lookupEnv func(string) (string, bool),
 		return flagError(err, byName, command)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see %s --help)", fs.Arg(0), command)
+		return fmt.Errorf("unexpected argument %q (see anchord %s --help)", fs.Arg(0), command)
 	}
 	var refused error
 	fs.Visit(func(f *flag.Flag) {
@@ -217,7 +220,11 @@ func Parse(command string, args []string, lookupEnv func(string) (string, bool),
 func flagError(err error, byName map[string]Param, command string) error {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-		return fmt.Errorf("unknown parameter --%s (see %s --help)", strings.TrimLeft(name, "-"), command)
+		name = strings.TrimLeft(name, "-")
+		if near := nearest(name, byName); near != "" {
+			return fmt.Errorf("unknown parameter --%s: did you mean --%s? (see anchord %s --help)", name, near, command)
+		}
+		return fmt.Errorf("unknown parameter --%s (see anchord %s --help)", name, command)
 	}
 	// "invalid value "x" for flag -name: parse error"
 	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
@@ -231,9 +238,46 @@ func flagError(err error, byName map[string]Param, command string) error {
 		}
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
-		return fmt.Errorf("parameter --%s needs a value (see %s --help)", strings.TrimLeft(name, "-"), command)
+		return fmt.Errorf("parameter --%s needs a value (see anchord %s --help)", strings.TrimLeft(name, "-"), command)
 	}
 	return fmt.Errorf("%s: %w", command, err)
+}
+
+// nearest returns the parameter name closest to name (edit distance at most a third of its
+// length, and at least 1 allowed), or "" when none is close; refused names are not suggested.
+func nearest(name string, byName map[string]Param) string {
+	best, bestDist := "", max(2, len(name)/3)+1
+	for candidate, p := range byName {
+		if p.refusal != "" {
+			continue
+		}
+		d := distance(name, candidate)
+		if d < bestDist || (d == bestDist && candidate < best) {
+			best, bestDist = candidate, d
+		}
+	}
+	return best
+}
+
+// distance is the Levenshtein distance between a and b, in bytes (parameter names are ASCII).
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func shown(p Param, v string) string {
@@ -243,18 +287,43 @@ func shown(p Param, v string) string {
 	return v
 }
 
+// HelpWidth is the width --help fits in.
+const HelpWidth = 100
+
+// InGroup returns p filed under the heading group in --help; rank orders the headings.
+// Commands whose parameters have no group list them under none.
+func (p Param) InGroup(group string, rank int) Param {
+	p.group, p.groupRank = group, rank
+	return p
+}
+
+// writeUsage lists the parameters by group (the start-up log's groups for serve), each as a
+// line with its flag, default and environment variables, then its description, wrapped to
+// HelpWidth columns.
 func writeUsage(out io.Writer, command string, params []Param) {
 	fmt.Fprintf(out, "Usage: anchord %s [parameters]\n\n", command)
-	fmt.Fprintf(out, "Every parameter can also be set by its environment variable; a flag wins over the variable.\n\n")
+	fmt.Fprintf(out, "%s", wrap("Every parameter can also be set by its environment variable; a flag wins over the variable, and ANCHORD_* over Orb's.", "", HelpWidth))
 	sorted := append([]Param(nil), params...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  PARAMETER\tENVIRONMENT\tDEFAULT\tDESCRIPTION\n")
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].groupRank != sorted[j].groupRank {
+			return sorted[i].groupRank < sorted[j].groupRank
+		}
+		return sorted[i].name < sorted[j].name
+	})
 	var refused []Param
+	group := "\x00"
 	for _, p := range sorted {
 		if p.refusal != "" {
 			refused = append(refused, p)
 			continue
+		}
+		if p.group != group {
+			group = p.group
+			if group != "" {
+				fmt.Fprintf(out, "\n%s:\n", group)
+			} else {
+				fmt.Fprintln(out)
+			}
 		}
 		def := p.value.String()
 		if def == "" {
@@ -262,22 +331,43 @@ func writeUsage(out io.Writer, command string, params []Param) {
 		} else if p.secret {
 			def = secret.RedactURL(def)
 		}
-		usage := p.usage
-		if len(p.aliases) > 0 {
-			usage += " (also --" + strings.Join(p.aliases, ", --") + ")"
+		head := "--" + p.name + " = " + def
+		envs := []string{EnvName(p.name)}
+		for _, a := range p.aliases {
+			head += ", --" + a
+			envs = append(envs, EnvName(a))
 		}
-		if len(p.envs) > 0 {
-			usage += " (also $" + strings.Join(p.envs, ", $") + ")"
-		}
-		fmt.Fprintf(tw, "  --%s\t%s\t%s\t%s\n", p.name, EnvName(p.name), def, usage)
+		envs = append(envs, p.envs...)
+		head += "  (" + strings.Join(envs, ", ") + ")"
+		fmt.Fprint(out, wrap(head, "  ", HelpWidth))
+		fmt.Fprint(out, wrap(p.usage, "        ", HelpWidth))
 	}
-	_ = tw.Flush()
 	if len(refused) > 0 {
 		fmt.Fprintf(out, "\nOrb's parameters that anchord does not have (setting one fails; use instead):\n")
 		for _, p := range refused {
-			fmt.Fprintf(out, "  --%s ($%s): %s\n", p.name, strings.Join(p.envs, ", $"), p.refusal)
+			fmt.Fprint(out, wrap("--"+p.name+" ("+strings.Join(p.envs, ", ")+")", "  ", HelpWidth))
+			fmt.Fprint(out, wrap(p.refusal, "        ", HelpWidth))
 		}
 	}
+}
+
+// wrap breaks text into lines of at most width columns (a longer word gets a line of its own),
+// each starting with indent.
+func wrap(text, indent string, width int) string {
+	var b strings.Builder
+	line := indent
+	for _, word := range strings.Fields(text) {
+		if line != indent && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > width {
+			b.WriteString(line + "\n")
+			line = indent
+		}
+		if line != indent {
+			line += " "
+		}
+		line += word
+	}
+	b.WriteString(line + "\n")
+	return b.String()
 }
 
 // LookupEnv is os.LookupEnv, named for callers that pass it to Parse.
