@@ -14,8 +14,8 @@ import (
 	"github.com/anchord/anchord/internal/anchordtest"
 )
 
-// TestFailedStartLeavesNoTrace: a start that fails (a busy port, a parameter only the daemon
-// parses, a port taken after the store was opened) creates no data directory, so no DID method
+// TestFailedStartLeavesNoTrace: a start that fails (a busy port, a bad parameter, a key file
+// found missing after the DID method was recorded) leaves no data directory, so no DID method
 // is recorded, and the corrected command starts as if the failed one had never run.
 func TestFailedStartLeavesNoTrace(t *testing.T) {
 	t.Parallel()
@@ -30,6 +30,8 @@ func TestFailedStartLeavesNoTrace(t *testing.T) {
 		{"admin port in use", []string{"--host-url", anchordtest.FreeAddr(t), "--admin-addr", busy.Addr().String()}},
 		{"bad --auth-tokens-def", []string{"--host-url", anchordtest.FreeAddr(t), "--auth-tokens-def", "/sidetree/v1/operations|nosuchtoken"}},
 		{"bad --did-method", []string{"--host-url", anchordtest.FreeAddr(t), "--did-method", "ION!"}},
+		// Found missing only once the store is open and the DID method recorded.
+		{"missing --key-file", []string{"--host-url", anchordtest.FreeAddr(t), "--key-file", filepath.Join(t.TempDir(), "missing.pem")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

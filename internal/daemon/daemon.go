@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -60,8 +61,6 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	if err := precheck(cfg); err != nil {
 		return err
 	}
-	_, statErr := os.Stat(cfg.DataDir)
-	freshDataDir := cfg.DataDir != "" && errors.Is(statErr, fs.ErrNotExist)
 	// The ports are bound before anything is created or waited for: a busy port fails the
 	// start at once and leaves no data directory behind, and while the start waits, the ports
 	// answer 503 with what it waits for instead of holding connections that hang.
@@ -70,12 +69,18 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		return err
 	}
 	gate := newStartGate(logger.With("component", "start"), lns.api, lns.admin)
+	ownDataDir, err := createDataDir(cfg)
+	if err != nil {
+		_ = gate.handOver(time.Second)
+		lns.close()
+		return err
+	}
 	handedOver := false
 	defer func() {
 		if !handedOver {
 			_ = gate.handOver(time.Second)
 			lns.close()
-			if freshDataDir {
+			if ownDataDir {
 				// Everything in it is this failed start's; the store is closed by now.
 				if err := os.RemoveAll(cfg.DataDir); err != nil {
 					logger.Warn("remove the data directory of a failed start", "dir", cfg.DataDir, "error", err)
@@ -116,6 +121,29 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	}
 	logger.Info("anchord stopped")
 	return nil
+}
+
+// createDataDir creates an embedded instance's data directory when there is none, and reports
+// whether this process made it: only then may a failed start remove it, since nothing else can
+// be in it (an embedded instance's directory is its own; a cluster instance's holds the admin
+// token that instances sharing it agree on, which a failed start must not take from the others,
+// so a cluster instance never removes it).
+func createDataDir(cfg config.Config) (bool, error) {
+	if cfg.DatabaseURL != "" || cfg.DataDir == "" {
+		return false, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(cfg.DataDir)), 0o700); err != nil {
+		return false, fmt.Errorf("--data-dir %s: %w", cfg.DataDir, err)
+	}
+	err := os.Mkdir(cfg.DataDir, 0o700)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrExist):
+		return false, nil
+	default:
+		return false, fmt.Errorf("--data-dir %s: %w", cfg.DataDir, err)
+	}
 }
 
 // precheck validates the parameters that only the daemon parses, so that a wrong value fails
