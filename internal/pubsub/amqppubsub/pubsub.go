@@ -74,7 +74,7 @@ func New(ctx context.Context, cfg Config) (*PubSub, error) {
 		log.WarnContext(ctx, "waiting for RabbitMQ", "url", secret.RedactURL(cfg.URL), "attempt", attempt, "error", err)
 		if !ps.pubConn.waitRetry(ctx) {
 			ps.Close()
-			return nil, fmt.Errorf("stopped while waiting for RabbitMQ at %s: %w", secret.RedactURL(cfg.URL), err)
+			return nil, fmt.Errorf("stopped while waiting for RabbitMQ at %s (%w): %w", secret.RedactURL(cfg.URL), ctx.Err(), err)
 		}
 	}
 	log.InfoContext(ctx, "connected to RabbitMQ", "url", secret.RedactURL(cfg.URL), "prefix", cfg.Prefix,
