@@ -319,6 +319,10 @@ func TestLoadOrbNames(t *testing.T) {
 		require.ErrorContains(t, err, tc.want, "%v %v", tc.args, tc.env)
 		require.ErrorContains(t, err, "anchord does not have it")
 	}
+	// A value Orb's variable set, that validation refuses, is named by that variable.
+	_, err = Load(nil, env(map[string]string{"DATABASE_URL": "mongodb://mongo:27017"}), nil)
+	require.ErrorContains(t, err, `invalid value "mongodb://mongo:27017" for DATABASE_URL (--database-url)`)
+
 	var help bytes.Buffer
 	_, err = Load([]string{"--help"}, env(nil), &help)
 	require.ErrorIs(t, err, param.ErrHelp)

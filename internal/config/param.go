@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"io"
 
 	"github.com/anchord/anchord/internal/param"
@@ -150,10 +151,17 @@ func Load(args []string, lookupEnv func(string) (string, bool), out io.Writer) (
 		g := groupOf(p.Name())
 		params[i] = p.InGroup(logGroups[g].name, g)
 	}
-	if err := param.Parse("serve", args, lookupEnv, append(params, orbRefused()...), out); err != nil {
+	sources, err := param.ParseSources("serve", args, lookupEnv, append(params, orbRefused()...), out)
+	if err != nil {
 		return Config{}, err
 	}
 	if err := c.Validate(); err != nil {
+		// Name the variable that set the value, when no flag did (DATABASE_URL, not
+		// ANCHORD_DATABASE_URL, for an Orb deployment's MongoDB URL).
+		var pe *ParamError
+		if errors.As(err, &pe) && pe.Env == "" {
+			pe.Env = sources[pe.Param]
+		}
 		return Config{}, err
 	}
 	return c, nil

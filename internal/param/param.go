@@ -169,6 +169,15 @@ var ErrHelp = errors.New("help requested")
 // Parse applies environment variables and then args to params. Errors are one line naming the
 // parameter. With -h/--help it writes the usage to out and returns ErrHelp.
 func Parse(command string, args []string, lookupEnv func(string) (string, bool), params []Param, out io.Writer) error {
+	_, err := ParseSources(command, args, lookupEnv, params, out)
+	return err
+}
+
+// ParseSources is Parse that also returns, for each parameter whose value came from an
+// environment variable (no flag set it), that variable's name, so that a later validation
+// error can name where the operator set the value.
+func ParseSources(command string, args []string, lookupEnv func(string) (string, bool), params []Param, out io.Writer) (map[string]string, error) {
+	sources := map[string]string{}
 	fs := flag.NewFlagSet(command, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	byName := make(map[string]Param, len(params))
@@ -189,31 +198,33 @@ func Parse(command string, args []string, lookupEnv func(string) (string, bool),
 		for _, env := range envs {
 			if v, ok := lookupEnv(env); ok {
 				if p.refusal != "" {
-					return fmt.Errorf("%s: --%s is Orb's, and anchord does not have it: %s", env, p.name, p.refusal)
+					return nil, fmt.Errorf("%s: --%s is Orb's, and anchord does not have it: %s", env, p.name, p.refusal)
 				}
 				if err := p.value.Set(v); err != nil {
-					return &Error{Param: p.name, Value: shown(p, v), Err: err, Env: env}
+					return nil, &Error{Param: p.name, Value: shown(p, v), Err: err, Env: env}
 				}
+				sources[p.name] = env
 			}
 		}
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			writeUsage(out, command, params)
-			return ErrHelp
+			return nil, ErrHelp
 		}
-		return flagError(err, byName, command)
+		return nil, flagError(err, byName, command)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see anchord %s --help)", fs.Arg(0), command)
+		return nil, fmt.Errorf("unexpected argument %q (see anchord %s --help)", fs.Arg(0), command)
 	}
 	var refused error
 	fs.Visit(func(f *flag.Flag) {
+		delete(sources, byName[f.Name].name)
 		if p := byName[f.Name]; p.refusal != "" && refused == nil {
 			refused = fmt.Errorf("--%s is Orb's, and anchord does not have it: %s", f.Name, p.refusal)
 		}
 	})
-	return refused
+	return sources, refused
 }
 
 // flagError turns the flag package's messages into one line naming the parameter.
