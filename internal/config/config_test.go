@@ -152,7 +152,7 @@ func TestLoadErrorsNameTheParameter(t *testing.T) {
 			"--witness-log-checkpoint-interval", "500ms"}, nil, "at least 1s"},
 		{"proof monitor never runs", []string{"--vct-monitoring-interval", "0s"}, nil, "--vct-monitoring-interval"},
 		{"allowed address that is a name", []string{"--peer-allowed-addresses", "localhost:8080"}, nil, "--peer-allowed-addresses"},
-		{"allowed prefix malformed", nil, map[string]string{"ANCHORD_PEER_ALLOWED_ADDRESSES": "10.0.0.0/40"}, "--peer-allowed-addresses (ANCHORD_PEER_ALLOWED_ADDRESSES)"},
+		{"allowed prefix malformed", nil, map[string]string{"ANCHORD_PEER_ALLOWED_ADDRESSES": "10.0.0.0/40"}, "for ANCHORD_PEER_ALLOWED_ADDRESSES (--peer-allowed-addresses)"},
 		{"no outbound requests", []string{"--peer-max-requests", "0"}, nil, "--peer-max-requests"},
 		{"no outbound requests per host", []string{"--peer-max-requests-per-host", "0"}, nil, "--peer-max-requests-per-host"},
 	} {
