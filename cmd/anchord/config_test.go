@@ -46,3 +46,23 @@ func TestServeRefusesAMissingDatabaseAtOnce(t *testing.T) {
 	require.Contains(t, stderr.String(), "anchord failed")
 	require.Contains(t, stderr.String(), "does not exist")
 }
+
+// TestConfigReadsOrbsEnvironment: an Orb deployment's environment changes what `anchord config`
+// shows, with Orb's meaning (BATCH_WRITER_TIMEOUT in milliseconds).
+func TestConfigReadsOrbsEnvironment(t *testing.T) {
+	t.Parallel()
+	orb := map[string]string{
+		"ORB_HOST_URL": "0.0.0.0:48326", "BATCH_WRITER_TIMEOUT": "1000", "MQ_URL": "amqp://orb:secret@rabbitmq:5672/",
+		"DATABASE_URL": "postgres://orb@postgres:5432/orb", "CAS_TYPE": "ipfs", "IPFS_URL": "http://ipfs:5001",
+	}
+	var before, after, stderr bytes.Buffer
+	require.Equal(t, 0, runWithEnv([]string{"config"}, func(string) (string, bool) { return "", false }, &before, &stderr), stderr.String())
+	require.Equal(t, 0, runWithEnv([]string{"config"}, func(k string) (string, bool) { v, ok := orb[k]; return v, ok }, &after, &stderr), stderr.String())
+	for _, want := range []string{
+		`--host-url="0.0.0.0:48326"`, `--batch-writer-timeout="1s"`, `--mq-url="amqp://orb:xxxxx@rabbitmq:5672/"`,
+		`--database-url="postgres://orb@postgres:5432/orb"`, `--cas-type="ipfs"`, `--ipfs-url="http://ipfs:5001"`,
+	} {
+		require.NotContains(t, before.String(), want)
+		require.Contains(t, after.String(), want)
+	}
+}

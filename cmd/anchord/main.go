@@ -27,14 +27,20 @@ var version, revision string
 const usage = `anchord — Sidetree batch writer and anchoring server
 
 Usage:
-  anchord serve [parameters]    run the server (anchord serve --help lists every parameter)
-  anchord config [parameters]   print the configuration serve would run with (flags, ANCHORD_*, defaults)
-  anchord loadgen [parameters]  load an anchord with generated operations (anchord loadgen --help)
-  anchord admin dead-letters list|retry|drop   inspect and retry parked items of a running anchord
-  anchord admin follow|followers|acceptlist    follow other domains, see who follows, edit the accept lists
-  anchord admin policy get|set                 show or set the witness policy (Orb's language)
-  anchord devledger [parameters]               a development Sawtooth REST API (a stand-in, not a ledger)
-  anchord version               print the version and VCS revision (also: anchord --version)
+  anchord serve [parameters]      run the server (anchord help serve lists every parameter)
+  anchord config [parameters]     print the configuration serve would run with
+  anchord loadgen [parameters]    load an anchord with generated operations
+  anchord admin dead-letters list|retry|drop    inspect and retry parked items of a running anchord
+  anchord admin follow list|add|remove          follow other domains
+  anchord admin followers list                  the domains that follow us
+  anchord admin acceptlist list|add|remove      whose follows and invitations are accepted
+  anchord admin witness list|add|invite|remove  invite domains to witness our anchors
+  anchord admin witnessing list                 the domains whose anchors we witness
+  anchord admin policy get|set                  show or set the witness policy (Orb's language)
+  anchord admin cas pin-missing                 add to the IPFS node the batch files it lacks
+  anchord devledger [parameters]  a development Sawtooth REST API (a stand-in, not a ledger)
+  anchord version                 print the version and VCS revision (also: anchord --version)
+  anchord help [COMMAND]          this help, or a command's (anchord help serve, anchord help admin)
 `
 
 func main() {
@@ -73,10 +79,13 @@ func runWithEnv(args []string, lookupEnv func(string) (string, bool), stdout, st
 		buildinfo.Read(version, revision).Write(stdout)
 		return 0
 	case "-h", "--help", "help":
+		if len(args) > 1 && args[0] == "help" {
+			return runWithEnv([]string{args[1], "--help"}, lookupEnv, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
-	fmt.Fprintf(stderr, "anchord: unknown command %q\n\n%s", args[0], usage)
+	fmt.Fprintf(stderr, "anchord: unknown command %q (see anchord help)\n\n%s", args[0], usage)
 	return 2
 }
 

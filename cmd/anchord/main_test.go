@@ -16,6 +16,7 @@ import (
 
 	"github.com/anchord/anchord/internal/anchordtest"
 	"github.com/anchord/anchord/internal/servicetest"
+	"github.com/anchord/anchord/internal/store/storetest"
 )
 
 func TestMain(m *testing.M) { anchordtest.WrapTestMain(m) }
@@ -136,6 +137,14 @@ func TestFailFastOnWhatRetryingCannotFix(t *testing.T) {
 	u, err := url.Parse(anchordtest.DatabaseURL(t))
 	require.NoError(t, err)
 	u.Path = "/anchord_missing_" + strings.ToLower(randomPrefix(t))
+	mq, err := url.Parse(anchordtest.AMQPURL(t))
+	require.NoError(t, err)
+	wrongPassword, missingVhost := *mq, *mq
+	wrongPassword.User = url.UserPassword(mq.User.Username(), "not-the-password")
+	missingVhost.Path = "/" + randomPrefix(t)
+	cluster := func(mqURL string) []string {
+		return []string{"serve", "--host-url", anchordtest.FreeAddr(t), "--database-url", storetest.PostgresURL(t), "--mq-url", mqURL}
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -144,12 +153,15 @@ func TestFailFastOnWhatRetryingCannotFix(t *testing.T) {
 		{"missing database", []string{"serve", "--host-url", anchordtest.FreeAddr(t), "--database-url", u.String()}, []string{"does not exist", "createdb"}},
 		{"API port in use", []string{"serve", "--host-url", busy.Addr().String()}, []string{"--host-url", "address already in use"}},
 		{"admin port in use", []string{"serve", "--host-url", anchordtest.FreeAddr(t), "--admin-addr", busy.Addr().String()}, []string{"--admin-addr", "address already in use"}},
+		{"RabbitMQ password refused", cluster(wrongPassword.String()), []string{"--mq-url", "403 ACCESS_REFUSED", "credentials"}},
+		{"RabbitMQ vhost missing", cluster(missingVhost.String()), []string{"--mq-url", "virtual host", "rabbitmqctl add_vhost"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			p := anchordtest.StartProcess(t, anchordtest.ProcessConfig{Args: tc.args})
 			code, err := p.Wait(15 * time.Second)
 			require.NoError(t, err, "exits at once")
+			t.Logf("exited with %d", code)
 			require.NotEqual(t, 0, code)
 			var errors []string
 			for _, line := range strings.Split(p.Log(), "\n") {

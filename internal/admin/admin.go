@@ -115,6 +115,10 @@ Common parameters: --target URL (ANCHORD_TARGET), --admin-token TOKEN (ANCHORD_A
 
 // Run executes `anchord admin …` and returns the process exit code.
 func Run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
 	if len(args) >= 2 {
 		switch args[0] {
 		case "cas":

@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/anchord/anchord/internal/filemode"
 )
 
 // FileName is the token file's name in the data directory.
@@ -62,7 +64,7 @@ func Read(dataDir string) (string, error) {
 func LoadOrCreate(dataDir string) (token string, created bool, err error) {
 	path := Path(dataDir)
 	if token, err := Read(dataDir); err == nil {
-		if err := os.Chmod(path, 0o600); err != nil {
+		if err := filemode.Tighten(path, 0o600); err != nil {
 			return "", false, fmt.Errorf("restrict admin token %s: %w", path, err)
 		}
 		return token, false, nil

@@ -8,7 +8,8 @@
 //	local    the domain signs the record with its Ed25519 key; the anchor is complete at once.
 //	ledger   the anchor waits (pending) for a ledger to commit it; a submitter delivers it and a
 //	         status poller completes or fails it (package submitter).
-//	witness  (not built) would offer the record to witness domains and complete on their proofs.
+//	witness  the anchor waits (pending) while package witness offers the record to witness
+//	         domains under the witness policy; it completes once their proofs satisfy it.
 //
 // An anchor is observed (its operations indexed per DID) only once complete. An anchor that
 // fails gives its operations back to the queue (the durability chain, link 4).

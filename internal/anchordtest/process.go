@@ -107,7 +107,8 @@ func StartProcess(tb testing.TB, cfg ProcessConfig) *Process {
 	tb.Helper()
 	bin := Binary(tb)
 	args := cfg.Args
-	if len(args) > 0 && args[0] == "serve" && !slices.Contains(args, "--admin-addr") {
+	if len(args) > 0 && args[0] == "serve" && !slices.Contains(args, "--admin-addr") &&
+		!slices.ContainsFunc(cfg.Env, func(e string) bool { return strings.HasPrefix(e, "ANCHORD_ADMIN_ADDR=") }) {
 		// Several instances run at once: each gets its admin listener on a free port.
 		args = append(slices.Clone(args), "--admin-addr", "127.0.0.1:0")
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/anchord/anchord/internal/expiry"
 	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/httpapi"
+	"github.com/anchord/anchord/internal/ipfs"
 	"github.com/anchord/anchord/internal/logmonitor"
 	"github.com/anchord/anchord/internal/observer"
 	"github.com/anchord/anchord/internal/opqueue"
@@ -67,7 +68,8 @@ type Config struct {
 	DatabaseURL string
 	// DatabaseMaxConns bounds the database connection pool.
 	DatabaseMaxConns int
-	// MQURL selects RabbitMQ (amqp://…); empty means the in-process pub/sub.
+	// MQURL selects RabbitMQ (amqp://…) and the cluster shape; empty means one embedded
+	// instance, whose operation queue is its database and which uses no pub/sub.
 	MQURL string
 
 	LogLevel  string
@@ -105,6 +107,8 @@ type Config struct {
 	CASType string
 	// IPFSURL is the IPFS node's RPC API (Kubo), Orb's --ipfs-url.
 	IPFSURL string
+	// IPFSTimeout bounds each request to the IPFS node, Orb's --ipfs-timeout.
+	IPFSTimeout time.Duration
 	// SQLiteSynchronous is the embedded store's durability level: full or normal.
 	SQLiteSynchronous string
 	// SQLiteMmapSize bounds the bytes of the embedded database read through a memory map.
@@ -359,6 +363,7 @@ func Default() Config {
 		AnchorBackend:              AnchorBackendDefault,
 		CASCIDVersion:              int(cas.CIDv0),
 		CASType:                    CASTypeDefault,
+		IPFSTimeout:                ipfs.RequestTimeoutDefault,
 		SQLiteSynchronous:          sqlitestore.SynchronousDefault,
 		SQLiteMmapSize:             sqlitestore.MmapSizeDefault,
 		StateCacheSize:             observer.StateCacheSizeDefault,

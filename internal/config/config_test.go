@@ -106,7 +106,7 @@ func TestLoadWitnessLog(t *testing.T) {
 	require.True(t, c.WitnessLog.Enabled, "Orb's flag name")
 	require.Equal(t, 3*time.Second, c.WitnessLog.MonitoringInterval)
 	require.Equal(t, 4*time.Second, c.Witness.ProofMonitorInterval, "Orb's flag name")
-	c, err = Load(nil, env(map[string]string{"VCT_MONITORING_INTERVAL": "5s"}), nil)
+	c, err = Load(nil, env(map[string]string{"VCT_PROOF_MONITORING_INTERVAL": "5s"}), nil)
 	require.NoError(t, err)
 	require.Equal(t, 5*time.Second, c.Witness.ProofMonitorInterval, "Orb's variable")
 	c, err = Load(nil, env(map[string]string{"VCT_ENABLED": "true"}), nil)
@@ -131,7 +131,7 @@ func TestLoadErrorsNameTheParameter(t *testing.T) {
 		{"wrong scheme", []string{"--mq-url", "http://127.0.0.1"}, nil, "--mq-url"},
 		{"negative duration", []string{"--http-read-timeout", "-1s"}, nil, "--http-read-timeout"},
 		{"unparsable duration", []string{"--shutdown-timeout", "soon"}, nil, "--shutdown-timeout"},
-		{"bad env", nil, map[string]string{"ANCHORD_DATABASE_MAX_CONNS": "many"}, "--database-max-conns (ANCHORD_DATABASE_MAX_CONNS)"},
+		{"bad env", nil, map[string]string{"ANCHORD_DATABASE_MAX_CONNS": "many"}, "for ANCHORD_DATABASE_MAX_CONNS (--database-max-conns): not an integer"},
 		{"bad host", []string{"--host-url", "localhost"}, nil, "--host-url"},
 		{"stray argument", []string{"extra"}, nil, "unexpected argument"},
 		{"missing value", []string{"--host-url"}, nil, "--host-url needs a value"},
@@ -152,7 +152,7 @@ func TestLoadErrorsNameTheParameter(t *testing.T) {
 			"--witness-log-checkpoint-interval", "500ms"}, nil, "at least 1s"},
 		{"proof monitor never runs", []string{"--vct-monitoring-interval", "0s"}, nil, "--vct-monitoring-interval"},
 		{"allowed address that is a name", []string{"--peer-allowed-addresses", "localhost:8080"}, nil, "--peer-allowed-addresses"},
-		{"allowed prefix malformed", nil, map[string]string{"ANCHORD_PEER_ALLOWED_ADDRESSES": "10.0.0.0/40"}, "--peer-allowed-addresses (ANCHORD_PEER_ALLOWED_ADDRESSES)"},
+		{"allowed prefix malformed", nil, map[string]string{"ANCHORD_PEER_ALLOWED_ADDRESSES": "10.0.0.0/40"}, "for ANCHORD_PEER_ALLOWED_ADDRESSES (--peer-allowed-addresses)"},
 		{"no outbound requests", []string{"--peer-max-requests", "0"}, nil, "--peer-max-requests"},
 		{"no outbound requests per host", []string{"--peer-max-requests-per-host", "0"}, nil, "--peer-max-requests-per-host"},
 	} {
@@ -248,4 +248,86 @@ func TestConfigurationIsLoggedWithTypes(t *testing.T) {
 	require.Equal(t, false, values["access_log"])
 	require.Equal(t, "2s", values["batch_writer_timeout"])
 	require.Equal(t, "sidetree", values["did_method"])
+}
+
+// TestLoadOrbNames: Orb's environment variables and flag names carry an Orb deployment's
+// settings over with Orb's meaning (BATCH_WRITER_TIMEOUT in milliseconds); Orb's parameters
+// anchord has no knob for fail the start with what to use instead, by flag or by variable.
+func TestLoadOrbNames(t *testing.T) {
+	t.Parallel()
+	c, err := Load(nil, env(map[string]string{
+		"ORB_HOST_URL": "127.0.0.1:9400", "BATCH_WRITER_TIMEOUT": "1500", "MQ_URL": "amqp://mq:5672/",
+		"DATABASE_URL": "postgres://db/orb", "CAS_TYPE": "ipfs", "IPFS_URL": "http://127.0.0.1:5001", "IPFS_TIMEOUT": "7s",
+		"MQ_OPQUEUE_POOL": "9", "MQ_OBSERVER_POOL": "3", "MQ_PUBLISHER_POOL": "11", "MQ_MAX_CONNECTION_CHANNELS": "99",
+		"MQ_REDELIVERY_MAX_ATTEMPTS": "4", "MQ_REDELIVERY_INITIAL_INTERVAL": "3s", "MQ_REDELIVERY_MULTIPLIER": "2.5", "MQ_REDELIVERY_MAX_INTERVAL": "2m",
+		"OP_QUEUE_TASK_MONITOR_INTERVAL": "4s", "OP_QUEUE_TASK_EXPIRATION": "40s", "OP_QUEUE_MAX_OPS_TO_REPOST": "77", "OP_QUEUE_OPERATION_LIFESPAN": "2h",
+		"TASK_MANAGER_CHECK_INTERVAL": "6s", "DATA_EXPIRY_CHECK_INTERVAL": "2m", "VCT_PROOF_MONITORING_INTERVAL": "8s",
+		"CID_VERSION": "1", "HTTP_TIMEOUT": "12s", "SERVER_IDLE_TIMEOUT": "33s",
+	}), nil)
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:9400", c.HostURL)
+	require.Equal(t, 1500*time.Millisecond, c.BatchWriterTimeout, "Orb's BATCH_WRITER_TIMEOUT is milliseconds")
+	require.Equal(t, "amqp://mq:5672/", c.MQURL)
+	require.Equal(t, "postgres://db/orb", c.DatabaseURL)
+	require.Equal(t, "ipfs", c.CASType)
+	require.Equal(t, "http://127.0.0.1:5001", c.IPFSURL)
+	require.Equal(t, 7*time.Second, c.IPFSTimeout)
+	require.Equal(t, []int{9, 3, 11, 99, 4}, []int{c.MQOpQueuePool, c.MQObserverPool, c.MQPublisherChannelPoolSize, c.MQMaxConnectionChannels, c.RedeliveryMaxAttempts})
+	require.Equal(t, 3*time.Second, c.RedeliveryInitialInterval)
+	require.InDelta(t, 2.5, c.RedeliveryMultiplier, 0)
+	require.Equal(t, 2*time.Minute, c.RedeliveryMaxInterval)
+	require.Equal(t, []time.Duration{4 * time.Second, 40 * time.Second, 2 * time.Hour, 6 * time.Second, 2 * time.Minute, 8 * time.Second, 12 * time.Second, 33 * time.Second},
+		[]time.Duration{c.OpQueueTaskMonitorInterval, c.OpQueueTaskExpiration, c.OpQueueOperationLifespan, c.TaskManagerCheckInterval,
+			c.DataExpiryCheckInterval, c.Witness.ProofMonitorInterval, c.Federation.RequestTimeout, c.HTTP.IdleTimeout})
+	require.Equal(t, 77, c.OpQueueMaxOpsToRepost)
+	require.Equal(t, 1, c.CASCIDVersion)
+
+	// anchord's own names win over Orb's, and a Go duration is taken too.
+	c, err = Load(nil, env(map[string]string{"BATCH_WRITER_TIMEOUT": "1500", "ANCHORD_BATCH_WRITER_TIMEOUT": "2s"}), nil)
+	require.NoError(t, err)
+	require.Equal(t, 2*time.Second, c.BatchWriterTimeout)
+	c, err = Load([]string{"--batch-writer-timeout", "60000"}, env(nil), nil)
+	require.NoError(t, err)
+	require.Equal(t, time.Minute, c.BatchWriterTimeout, "Orb's flag value, in milliseconds")
+
+	// The seed's and Orb's flag names.
+	c, err = Load([]string{"--op-queue-pool", "6", "--op-queue-repost-initial-delay", "1s", "--op-queue-repost-max-delay", "9s",
+		"--op-queue-repost-multiplier", "3", "--vct-proof-monitoring-interval", "2s", "--cid-version", "1", "--ipfs-timeout", "5s",
+		"--http-timeout", "4s", "--server-idle-timeout", "50s"}, env(nil), nil)
+	require.NoError(t, err)
+	require.Equal(t, 6, c.MQOpQueuePool)
+	require.Equal(t, []time.Duration{time.Second, 9 * time.Second, 2 * time.Second, 5 * time.Second, 4 * time.Second, 50 * time.Second},
+		[]time.Duration{c.RedeliveryInitialInterval, c.RedeliveryMaxInterval, c.Witness.ProofMonitorInterval, c.IPFSTimeout, c.Federation.RequestTimeout, c.HTTP.IdleTimeout})
+	require.InDelta(t, 3.0, c.RedeliveryMultiplier, 0)
+
+	// Orb's knobs anchord does not have are refused, each with what to use instead.
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--http-dial-timeout", "3s"}, nil, "--peer-request-timeout"},
+		{[]string{"--server-read-header-timeout", "3s"}, nil, "--http-read-timeout"},
+		{[]string{"--database-timeout", "3s"}, nil, "connect_timeout="},
+		{[]string{"--sync-timeout", "3"}, nil, "nothing to time out"},
+		{[]string{"--mq-connect-max-retries", "25"}, nil, "until it is stopped"},
+		{nil, map[string]string{"MQ_CONNECT_MAX_RETRIES": "25"}, "MQ_CONNECT_MAX_RETRIES: --mq-connect-max-retries is Orb's"},
+		{nil, map[string]string{"MQ_INBOX_POOL": "5"}, "inbox processor"},
+		{nil, map[string]string{"OP_QUEUE_MAX_CONTIGUOUS_OPERATIONS_WITH_ERR": "5"}, "de-fragmentation"},
+	} {
+		_, err := Load(tc.args, env(tc.env), nil)
+		require.ErrorContains(t, err, tc.want, "%v %v", tc.args, tc.env)
+		require.ErrorContains(t, err, "anchord does not have it")
+	}
+	// A value Orb's variable set, that validation refuses, is named by that variable.
+	_, err = Load(nil, env(map[string]string{"DATABASE_URL": "mongodb://mongo:27017"}), nil)
+	require.ErrorContains(t, err, `invalid value "mongodb://mongo:27017" for DATABASE_URL (--database-url)`)
+
+	var help bytes.Buffer
+	_, err = Load([]string{"--help"}, env(nil), &help)
+	require.ErrorIs(t, err, param.ErrHelp)
+	require.Contains(t, help.String(), "--mq-connect-max-retries", "refused names are listed apart")
+	var shown bytes.Buffer
+	Default().Write(&shown)
+	require.NotContains(t, shown.String(), "mq-connect-max-retries", "and never shown as configuration")
 }

@@ -82,7 +82,14 @@ func (c *Config) Validate() error {
 		return &ParamError{Param: "http-rate-burst", Value: fmt.Sprint(c.HTTP.RateBurst), Err: fmt.Errorf("must be 0 (one second's worth) or more")}
 	}
 	if err := c.SidetreeProfile().Validate(); err != nil {
-		return &ParamError{Param: "did-method", Value: c.DIDMethod + " / " + c.SignatureAlgorithms, Err: err}
+		// Name the parameter at fault, with the value as typed: the method alone, with the
+		// default algorithms, tells which.
+		alone := Default()
+		alone.DIDMethod = c.DIDMethod
+		if alone.SidetreeProfile().Validate() != nil {
+			return &ParamError{Param: "did-method", Value: c.DIDMethod, Err: err}
+		}
+		return &ParamError{Param: "signature-algorithms", Value: c.SignatureAlgorithms, Err: err}
 	}
 	for _, n := range []struct {
 		name string
@@ -181,6 +188,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SQLiteSynchronous != "full" && c.SQLiteSynchronous != "normal" {
 		return &ParamError{Param: "sqlite-synchronous", Value: c.SQLiteSynchronous, Err: fmt.Errorf("must be full or normal")}
+	}
+	if c.IPFSTimeout <= 0 {
+		return &ParamError{Param: "ipfs-timeout", Value: c.IPFSTimeout.String(), Err: fmt.Errorf("must be positive")}
 	}
 	switch c.CASType {
 	case "local":

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -37,6 +38,8 @@ type core struct {
 	reg        *prometheus.Registry
 	sup        *supervisor
 	instanceID string
+	// claimOwner holds this instance's inbox and delivery claims (see claimOwner).
+	claimOwner string
 
 	profile sidetree.Profile
 	limits  batchfile.Limits
@@ -121,7 +124,7 @@ func (c *core) buildCAS() error {
 	var node *ipfs.Client
 	if c.cfg.CASType == "ipfs" {
 		var err error
-		if node, err = ipfs.New(ipfs.Config{URL: c.cfg.IPFSURL, Logger: c.log("ipfs"), Registerer: c.reg}); err != nil {
+		if node, err = ipfs.New(ipfs.Config{URL: c.cfg.IPFSURL, RequestTimeout: c.cfg.IPFSTimeout, Logger: c.log("ipfs"), Registerer: c.reg}); err != nil {
 			return fmt.Errorf("--ipfs-url: %w", err)
 		}
 		mirror = node
@@ -154,19 +157,55 @@ func (c *core) useBroker(ps pubsub.PubSub, run func(ctx context.Context) error, 
 	c.sup.onStop(StageBroker, "broker-connection", func() { _ = closeFn() })
 }
 
-// listen binds the API and admin ports before anything joins a cluster: a port in use stops the
-// process at once, before its task entry could make it look like a dead instance.
-func (c *core) listen() error {
-	var err error
-	if c.apiLn, err = net.Listen("tcp", c.cfg.HostURL); err != nil {
-		return fmt.Errorf("--host-url: %w", err)
-	}
+// listen takes the ports Run bound (before anything joins a cluster: a port in use stops the
+// process at once, before its task entry could make it look like a dead instance) and the
+// admin token.
+func (c *core) listen(lns listeners) error {
+	c.apiLn, c.adminLn = lns.api, lns.admin
+	c.claimOwner = claimOwner(c.instanceID, lns.api.Addr())
 	c.sup.onStop(StageHTTP, "api-listener", func() { _ = c.apiLn.Close() })
-	if c.adminLn, err = net.Listen("tcp", c.cfg.AdminAddr); err != nil {
-		return fmt.Errorf("--admin-addr: %w", err)
-	}
 	c.sup.onStop(StageHTTP, "admin-listener", func() { _ = c.adminLn.Close() })
 	return c.loadAdminToken()
+}
+
+// claimOwner names the holder of this instance's claims on inbox rows and deliveries. An
+// embedded instance has one id for life. A cluster instance's id is fresh per start (its task
+// entry must not be inherited), so its claims are held under its host name and bound API
+// address instead: the same instance started again on the same address takes back at once
+// what its killed previous life held, and no live process can hold that name, since binding the
+// address proves the previous holder gone. With an ephemeral port the name changes, and a dead
+// life's claims expire with their TTL as before.
+func claimOwner(instanceID string, api net.Addr) string {
+	if instanceID == embeddedInstanceID {
+		return instanceID
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	return "listener:" + host + "/" + api.String()
+}
+
+// listeners are the API and admin ports, bound by listen before the start does anything else.
+type listeners struct{ api, admin net.Listener }
+
+// listen binds the API and admin ports.
+func listen(cfg config.Config) (listeners, error) {
+	api, err := net.Listen("tcp", cfg.HostURL)
+	if err != nil {
+		return listeners{}, fmt.Errorf("--host-url: %w", err)
+	}
+	admin, err := net.Listen("tcp", cfg.AdminAddr)
+	if err != nil {
+		_ = api.Close()
+		return listeners{}, fmt.Errorf("--admin-addr: %w", err)
+	}
+	return listeners{api: api, admin: admin}, nil
+}
+
+func (l listeners) close() {
+	_ = l.api.Close()
+	_ = l.admin.Close()
 }
 
 // loadAdminToken takes --admin-token, or else the token kept in the data directory, made at the

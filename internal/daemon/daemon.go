@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -52,7 +55,40 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	if err := registerProcessMetrics(reg, opts.Build); err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg, logger, reg)
+	// What a parameter can get wrong is checked before anything is created, and a start that
+	// fails anyway removes the data directory it created: a failed first start leaves no trace
+	// (no directory, no recorded DID method) that the corrected command would trip over.
+	if err := precheck(cfg); err != nil {
+		return err
+	}
+	// The ports are bound before anything is created or waited for: a busy port fails the
+	// start at once and leaves no data directory behind, and while the start waits, the ports
+	// answer 503 with what it waits for instead of holding connections that hang.
+	lns, err := listen(cfg)
+	if err != nil {
+		return err
+	}
+	gate := newStartGate(logger.With("component", "start"), lns.api, lns.admin)
+	ownDataDir, err := createDataDir(cfg)
+	if err != nil {
+		_ = gate.handOver(time.Second)
+		lns.close()
+		return err
+	}
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			_ = gate.handOver(time.Second)
+			lns.close()
+			if ownDataDir {
+				// Everything in it is this failed start's; the store is closed by now.
+				if err := os.RemoveAll(cfg.DataDir); err != nil {
+					logger.Warn("remove the data directory of a failed start", "dir", cfg.DataDir, "error", err)
+				}
+			}
+		}
+	}()
+	st, err := openStore(ctx, cfg, logger, reg, gate)
 	if err != nil {
 		return err
 	}
@@ -66,8 +102,13 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	if s, ok := st.(*pgstore.Store); ok && s.Analyzer() != nil {
 		sup.add(StageDatabase, "postgres-analyzer", s.Analyzer().Run)
 	}
-	srv, err := assemble(ctx, cfg, st, logger, reg, sup, opts.Build)
+	srv, err := assemble(ctx, cfg, st, logger, reg, sup, opts.Build, lns, gate)
 	if err != nil {
+		sup.abort()
+		return err
+	}
+	handedOver = true
+	if err := gate.handOver(cfg.ShutdownTimeout); err != nil {
 		sup.abort()
 		return err
 	}
@@ -82,11 +123,46 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 	return nil
 }
 
+// createDataDir creates an embedded instance's data directory when there is none, and reports
+// whether this process made it: only then may a failed start remove it, since nothing else can
+// be in it (an embedded instance's directory is its own; a cluster instance's holds the admin
+// token that instances sharing it agree on, which a failed start must not take from the others,
+// so a cluster instance never removes it).
+func createDataDir(cfg config.Config) (bool, error) {
+	if cfg.DatabaseURL != "" || cfg.DataDir == "" {
+		return false, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(cfg.DataDir)), 0o700); err != nil {
+		return false, fmt.Errorf("--data-dir %s: %w", cfg.DataDir, err)
+	}
+	err := os.Mkdir(cfg.DataDir, 0o700)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrExist):
+		return false, nil
+	default:
+		return false, fmt.Errorf("--data-dir %s: %w", cfg.DataDir, err)
+	}
+}
+
+// precheck validates the parameters that only the daemon parses, so that a wrong value fails
+// the start before it creates or records anything.
+func precheck(cfg config.Config) error {
+	if _, err := httpapi.ParseTokenAuth(cfg.AuthTokensDef, cfg.AuthTokens); err != nil {
+		return fmt.Errorf("--auth-tokens-def: %w", err)
+	}
+	if _, err := trust.ClientConfig(cfg.TLSCAFile); err != nil {
+		return fmt.Errorf("--tls-ca-file: %w", err)
+	}
+	return nil
+}
+
 // shape assembles one deployment on the core: its components, their supervisor stages and routes.
 type shape func(ctx context.Context, c *core) error
 
 // assemble picks the deployment shape, builds it on the core and returns the HTTP server.
-func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Logger, reg *prometheus.Registry, sup *supervisor, bi buildinfo.Info) (*httpapi.Server, error) {
+func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Logger, reg *prometheus.Registry, sup *supervisor, bi buildinfo.Info, lns listeners, gate *startGate) (*httpapi.Server, error) {
 	// A fresh identity per process start for an instance among others: a restarted instance
 	// never inherits the task entry (and fence) of its previous life, and a submitter process
 	// never shares the API instance's identity in the task permits.
@@ -97,23 +173,25 @@ func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *sl
 	case cfg.MQURL != "":
 		name, build, instanceID = "cluster", cluster, uuid.NewString()
 	}
-	logger.Info("instance", "instance_id", instanceID, "shape", name)
 	c, err := newCore(cfg, st, logger, reg, sup, instanceID)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.listen(); err != nil {
+	if err := c.listen(lns); err != nil {
 		return nil, err
 	}
+	logger.Info("instance", "instance_id", instanceID, "claim_owner", c.claimOwner, "shape", name)
 	c.routes = append(c.routes, httpapi.VersionRoutes(c.versionInfo(bi)), httpapi.OpenAPIRoutes())
 	c.witnessPolicy()
 	if cfg.MQURL != "" {
+		gate.wait("RabbitMQ")
 		ps, err := openBroker(ctx, cfg, st, logger, reg)
 		if err != nil {
 			return nil, err
 		}
 		c.useBroker(ps, ps.Run, ps.Close)
 	}
+	gate.wait("its components to start")
 	if err := build(ctx, c); err != nil {
 		return nil, err
 	}
@@ -123,7 +201,7 @@ func assemble(ctx context.Context, cfg config.Config, st store.Store, logger *sl
 // openStore opens the configured store. PostgreSQL may not be up yet when a cluster starts, so
 // it is retried with backoff (and a log line per attempt) until it answers or ctx is done;
 // what retrying cannot fix (no such database, credentials refused) stops the process at once.
-func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, reg prometheus.Registerer) (store.Store, error) {
+func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, reg prometheus.Registerer, gate *startGate) (store.Store, error) {
 	log := logger.With("component", "store")
 	if cfg.DatabaseURL == "" {
 		s, err := sqlitestore.Open(ctx, sqlitestore.Config{DataDir: cfg.DataDir, Synchronous: cfg.SQLiteSynchronous, MmapSize: mmapSize(cfg.SQLiteMmapSize),
@@ -133,6 +211,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, reg 
 		}
 		return s, nil
 	}
+	gate.wait("PostgreSQL")
 	for attempt := 1; ; attempt++ {
 		s, err := pgstore.Open(ctx, pgstore.Config{
 			URL: cfg.DatabaseURL, MaxConns: cfg.DatabaseMaxConns, AnalyzeInterval: pgstore.AnalyzeIntervalDefault, Logger: log, Registerer: reg,
@@ -146,7 +225,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, reg 
 		wait := loop.Backoff(attempt, 500*time.Millisecond, 1.5, 10*time.Second)
 		log.Warn("waiting for the database", "attempt", attempt, "retry_in", wait, "error", err)
 		if !loop.Sleep(ctx, wait) {
-			return nil, fmt.Errorf("--database-url: database not reachable: %w", err)
+			return nil, fmt.Errorf("--database-url: stopped while waiting for PostgreSQL: %w", err)
 		}
 	}
 }

@@ -42,7 +42,7 @@ func (c *core) federation(ctx context.Context) (*federation.Service, error) {
 		return nil, err
 	}
 	svc, err := federation.New(federation.Config{
-		ExternalEndpoint: endpoint, Key: key, InstanceID: c.instanceID,
+		ExternalEndpoint: endpoint, Key: key, InstanceID: c.claimOwner,
 		PageSize: f.PageSize, MaxClockSkew: f.MaxClockSkew,
 		MaxInboxBytes: f.InboxMaxAnchorActivityBytes, MaxSmallInboxBytes: f.InboxMaxActivityBytes,
 		InboxActorRate: f.InboxActorRateLimit, InboxActorBurst: f.InboxActorRateBurst,

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,8 +40,12 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	require.NoError(t, err)
 	sup := &supervisor{logger: logger, timeout: cfg.ShutdownTimeout}
 	sup.onStop(StageDatabase, "store", st.Close)
-	srv, err := assemble(ctx, cfg, st, logger, prometheus.NewRegistry(), sup, buildinfo.Read("", ""))
+	lns, err := listen(cfg)
 	require.NoError(t, err)
+	gate := newStartGate(logger, lns.api, lns.admin)
+	srv, err := assemble(ctx, cfg, st, logger, prometheus.NewRegistry(), sup, buildinfo.Read("", ""), lns, gate)
+	require.NoError(t, err)
+	require.NoError(t, gate.handOver(time.Second))
 	patterns := srv.Patterns()
 	// Start and stop at once: the listener and the store close in the ordered shutdown.
 	runCtx, cancel := context.WithCancel(ctx)

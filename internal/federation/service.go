@@ -154,9 +154,9 @@ func (s *Service) Endpoint() string { return s.cfg.ExternalEndpoint }
 func (s *Service) PublicKey() ed25519.PublicKey { return s.pub }
 
 // ReleaseOwnClaims takes back, at start, the inbox rows and deliveries this instance's id still
-// holds claimed: an embedded instance keeps its id across restarts, so what its previous life
-// was handling when it died is handled again at once rather than after the claims' TTL. (A
-// cluster instance has a fresh id per start: nothing is released.)
+// holds claimed: the id is kept across restarts (an embedded instance's is fixed, a cluster
+// instance's is its host and API address), so what its previous life was handling when it died
+// is handled again at once rather than after the claims' TTL.
 func (s *Service) ReleaseOwnClaims(ctx context.Context) error {
 	n, err := s.st.ActivityReleaseClaims(ctx, s.cfg.InstanceID)
 	if err != nil {

@@ -12,12 +12,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/anchordtest"
 )
 
 const (
@@ -32,28 +33,10 @@ const (
 
 var testTime = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 
-// fakeClock is a settable clock shared by a signer or verifier and its test.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
 type testBundle struct {
 	priv        ed25519.PrivateKey
-	signClock   *fakeClock
-	verifyClock *fakeClock
+	signClock   *anchordtest.Clock
+	verifyClock *anchordtest.Clock
 	signer      *Signer
 	verifier    *Verifier
 	resolved    atomic.Int32
@@ -63,8 +46,8 @@ func setup(t testing.TB) *testBundle {
 	t.Helper()
 	b := &testBundle{
 		priv:        ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32)),
-		signClock:   &fakeClock{t: testTime},
-		verifyClock: &fakeClock{t: testTime},
+		signClock:   clockAt(testTime),
+		verifyClock: clockAt(testTime),
 	}
 	var err error
 	b.signer, err = NewSigner(SignerConfig{KeyID: testKeyID, PrivateKey: b.priv, NowFunc: b.signClock.Now})
@@ -341,4 +324,11 @@ func BenchmarkVerify(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// clockAt returns a test clock that reads t until the test moves it.
+func clockAt(t time.Time) *anchordtest.Clock {
+	c := anchordtest.NewClock()
+	c.Set(t)
+	return c
 }

@@ -15,8 +15,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/anchord/anchord/internal/secret"
 )
@@ -41,6 +41,12 @@ type Param struct {
 	aliases []string
 	// envs are further environment variables, taken verbatim (Orb's, e.g. ORB_AUTH_TOKENS).
 	envs []string
+	// refusal, when set, makes this an Orb parameter anchord has no knob for: setting it (by
+	// flag or by its environment variables) fails with this text, which says what to use.
+	refusal string
+	// group and groupRank file the parameter under a heading of --help (InGroup).
+	group     string
+	groupRank int
 }
 
 // Name returns the flag name.
@@ -59,6 +65,27 @@ func (p Param) Also(names ...string) Param {
 	p.aliases = append(p.aliases, names...)
 	return p
 }
+
+// Millis returns p (a Duration) also taking a bare integer as milliseconds, Orb's unit for the
+// same parameter (BATCH_WRITER_TIMEOUT=1000): Go durations always carry a unit, so the two
+// cannot be confused.
+func (p Param) Millis() Param {
+	if d, ok := p.value.(*durationValue); ok {
+		p.value = (*millisDurationValue)(d)
+	}
+	return p
+}
+
+// Refused declares an Orb parameter that anchord has no knob for: setting it by flag or by its
+// environment variables fails the command with one line, "--<name> is Orb's …: <instead>".
+// It is listed apart in --help and never shown by the configuration.
+func Refused(name, instead string) Param {
+	var ignored stringValue
+	return Param{name: name, usage: instead, value: &ignored, refusal: instead}
+}
+
+// IsRefused reports whether p is an Orb parameter anchord refuses.
+func (p Param) IsRefused() bool { return p.refusal != "" }
 
 // String binds a string field.
 func String(field *string, name, usage string) Param {
@@ -100,9 +127,14 @@ type Error struct {
 	Param string // flag name without dashes
 	Value string
 	Err   error
+	// Env is the environment variable the value came from; empty for a flag.
+	Env string
 }
 
 func (e *Error) Error() string {
+	if e.Env != "" {
+		return fmt.Sprintf("invalid value %q for %s (--%s): %v", e.Value, e.Env, e.Param, e.Err)
+	}
 	return fmt.Sprintf("invalid value %q for --%s (%s): %v", e.Value, e.Param, EnvName(e.Param), e.Err)
 }
 
@@ -137,6 +169,15 @@ var ErrHelp = errors.New("help requested")
 // Parse applies environment variables and then args to params. Errors are one line naming the
 // parameter. With -h/--help it writes the usage to out and returns ErrHelp.
 func Parse(command string, args []string, lookupEnv func(string) (string, bool), params []Param, out io.Writer) error {
+	_, err := ParseSources(command, args, lookupEnv, params, out)
+	return err
+}
+
+// ParseSources is Parse that also returns, for each parameter whose value came from an
+// environment variable (no flag set it), that variable's name, so that a later validation
+// error can name where the operator set the value.
+func ParseSources(command string, args []string, lookupEnv func(string) (string, bool), params []Param, out io.Writer) (map[string]string, error) {
+	sources := map[string]string{}
 	fs := flag.NewFlagSet(command, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	byName := make(map[string]Param, len(params))
@@ -156,30 +197,45 @@ func Parse(command string, args []string, lookupEnv func(string) (string, bool),
 		}
 		for _, env := range envs {
 			if v, ok := lookupEnv(env); ok {
-				if err := p.value.Set(v); err != nil {
-					return &Error{Param: p.name, Value: shown(p, v), Err: fmt.Errorf("%s: %w", env, err)}
+				if p.refusal != "" {
+					return nil, fmt.Errorf("%s: --%s is Orb's, and anchord does not have it: %s", env, p.name, p.refusal)
 				}
+				if err := p.value.Set(v); err != nil {
+					return nil, &Error{Param: p.name, Value: shown(p, v), Err: err, Env: env}
+				}
+				sources[p.name] = env
 			}
 		}
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			writeUsage(out, command, params)
-			return ErrHelp
+			return nil, ErrHelp
 		}
-		return flagError(err, byName, command)
+		return nil, flagError(err, byName, command)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see %s --help)", fs.Arg(0), command)
+		return nil, fmt.Errorf("unexpected argument %q (see anchord %s --help)", fs.Arg(0), command)
 	}
-	return nil
+	var refused error
+	fs.Visit(func(f *flag.Flag) {
+		delete(sources, byName[f.Name].name)
+		if p := byName[f.Name]; p.refusal != "" && refused == nil {
+			refused = fmt.Errorf("--%s is Orb's, and anchord does not have it: %s", f.Name, p.refusal)
+		}
+	})
+	return sources, refused
 }
 
 // flagError turns the flag package's messages into one line naming the parameter.
 func flagError(err error, byName map[string]Param, command string) error {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-		return fmt.Errorf("unknown parameter --%s (see %s --help)", strings.TrimLeft(name, "-"), command)
+		name = strings.TrimLeft(name, "-")
+		if near := nearest(name, byName); near != "" {
+			return fmt.Errorf("unknown parameter --%s: did you mean --%s? (see anchord %s --help)", name, near, command)
+		}
+		return fmt.Errorf("unknown parameter --%s (see anchord %s --help)", name, command)
 	}
 	// "invalid value "x" for flag -name: parse error"
 	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
@@ -193,9 +249,46 @@ func flagError(err error, byName map[string]Param, command string) error {
 		}
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
-		return fmt.Errorf("parameter --%s needs a value (see %s --help)", strings.TrimLeft(name, "-"), command)
+		return fmt.Errorf("parameter --%s needs a value (see anchord %s --help)", strings.TrimLeft(name, "-"), command)
 	}
 	return fmt.Errorf("%s: %w", command, err)
+}
+
+// nearest returns the parameter name closest to name (edit distance at most a third of its
+// length, and at least 1 allowed), or "" when none is close; refused names are not suggested.
+func nearest(name string, byName map[string]Param) string {
+	best, bestDist := "", max(2, len(name)/3)+1
+	for candidate, p := range byName {
+		if p.refusal != "" {
+			continue
+		}
+		d := distance(name, candidate)
+		if d < bestDist || (d == bestDist && candidate < best) {
+			best, bestDist = candidate, d
+		}
+	}
+	return best
+}
+
+// distance is the Levenshtein distance between a and b, in bytes (parameter names are ASCII).
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func shown(p Param, v string) string {
@@ -205,30 +298,87 @@ func shown(p Param, v string) string {
 	return v
 }
 
+// HelpWidth is the width --help fits in.
+const HelpWidth = 100
+
+// InGroup returns p filed under the heading group in --help; rank orders the headings.
+// Commands whose parameters have no group list them under none.
+func (p Param) InGroup(group string, rank int) Param {
+	p.group, p.groupRank = group, rank
+	return p
+}
+
+// writeUsage lists the parameters by group (the start-up log's groups for serve), each as a
+// line with its flag, default and environment variables, then its description, wrapped to
+// HelpWidth columns.
 func writeUsage(out io.Writer, command string, params []Param) {
 	fmt.Fprintf(out, "Usage: anchord %s [parameters]\n\n", command)
-	fmt.Fprintf(out, "Every parameter can also be set by its environment variable; a flag wins over the variable.\n\n")
+	fmt.Fprintf(out, "%s", wrap("Every parameter can also be set by its environment variable; a flag wins over the variable, and ANCHORD_* over Orb's.", "", HelpWidth))
 	sorted := append([]Param(nil), params...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  PARAMETER\tENVIRONMENT\tDEFAULT\tDESCRIPTION\n")
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].groupRank != sorted[j].groupRank {
+			return sorted[i].groupRank < sorted[j].groupRank
+		}
+		return sorted[i].name < sorted[j].name
+	})
+	var refused []Param
+	group := "\x00"
 	for _, p := range sorted {
+		if p.refusal != "" {
+			refused = append(refused, p)
+			continue
+		}
+		if p.group != group {
+			group = p.group
+			if group != "" {
+				fmt.Fprintf(out, "\n%s:\n", group)
+			} else {
+				fmt.Fprintln(out)
+			}
+		}
 		def := p.value.String()
 		if def == "" {
 			def = `""`
 		} else if p.secret {
 			def = secret.RedactURL(def)
 		}
-		usage := p.usage
-		if len(p.aliases) > 0 {
-			usage += " (also --" + strings.Join(p.aliases, ", --") + ")"
+		head := "--" + p.name + " = " + def
+		envs := []string{EnvName(p.name)}
+		for _, a := range p.aliases {
+			head += ", --" + a
+			envs = append(envs, EnvName(a))
 		}
-		if len(p.envs) > 0 {
-			usage += " (also $" + strings.Join(p.envs, ", $") + ")"
-		}
-		fmt.Fprintf(tw, "  --%s\t%s\t%s\t%s\n", p.name, EnvName(p.name), def, usage)
+		envs = append(envs, p.envs...)
+		head += "  (" + strings.Join(envs, ", ") + ")"
+		fmt.Fprint(out, wrap(head, "  ", HelpWidth))
+		fmt.Fprint(out, wrap(p.usage, "        ", HelpWidth))
 	}
-	_ = tw.Flush()
+	if len(refused) > 0 {
+		fmt.Fprintf(out, "\nOrb's parameters that anchord does not have (setting one fails; use instead):\n")
+		for _, p := range refused {
+			fmt.Fprint(out, wrap("--"+p.name+" ("+strings.Join(p.envs, ", ")+")", "  ", HelpWidth))
+			fmt.Fprint(out, wrap(p.refusal, "        ", HelpWidth))
+		}
+	}
+}
+
+// wrap breaks text into lines of at most width columns (a longer word gets a line of its own),
+// each starting with indent.
+func wrap(text, indent string, width int) string {
+	var b strings.Builder
+	line := indent
+	for _, word := range strings.Fields(text) {
+		if line != indent && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > width {
+			b.WriteString(line + "\n")
+			line = indent
+		}
+		if line != indent {
+			line += " "
+		}
+		line += word
+	}
+	b.WriteString(line + "\n")
+	return b.String()
 }
 
 // LookupEnv is os.LookupEnv, named for callers that pass it to Parse.
@@ -285,6 +435,22 @@ func (v *boolValue) Set(s string) error {
 		return errors.New("not a boolean (true or false)")
 	}
 	*v = boolValue(b)
+	return nil
+}
+
+type millisDurationValue time.Duration
+
+func (v *millisDurationValue) String() string { return time.Duration(*v).String() }
+func (v *millisDurationValue) Set(s string) error {
+	if ms, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
+		*v = millisDurationValue(time.Duration(ms) * time.Millisecond)
+		return nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return errors.New(`not a duration (Go syntax, e.g. "2s", "500ms", or an integer of milliseconds, as Orb's)`)
+	}
+	*v = millisDurationValue(d)
 	return nil
 }
 

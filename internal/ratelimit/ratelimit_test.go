@@ -6,17 +6,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/anchordtest"
 )
 
-// fakeClock is a rate limiter's clock that moves only when told.
-type fakeClock struct{ t time.Time }
-
-func (c *fakeClock) now() time.Time { return c.t }
-
-func newTestRateLimiter(perSecond float64, burst, maxClients int) (*Keyed, *fakeClock) {
+func newTestRateLimiter(perSecond float64, burst, maxClients int) (*Keyed, *anchordtest.Clock) {
 	l := New(perSecond, burst, maxClients)
-	c := &fakeClock{t: time.Unix(1_000_000, 0)}
-	l.now = c.now
+	c := anchordtest.NewClock()
+	l.now = c.Now
 	return l, c
 }
 
@@ -33,11 +30,11 @@ func TestRateLimiterBucket(t *testing.T) {
 	ok, _ = l.Allow("b")
 	require.True(t, ok, "clients have their own buckets")
 
-	clock.t = clock.t.Add(499 * time.Millisecond)
+	clock.Advance(499 * time.Millisecond)
 	ok, wait = l.Allow("a")
 	require.False(t, ok)
 	require.InDelta(t, float64(time.Millisecond), float64(wait), float64(time.Microsecond))
-	clock.t = clock.t.Add(time.Millisecond)
+	clock.Advance(time.Millisecond)
 	ok, _ = l.Allow("a")
 	require.True(t, ok)
 }
@@ -57,7 +54,7 @@ func TestRateLimiterMemoryIsBounded(t *testing.T) {
 
 	// Once tracked clients have been idle for a refill, a sweep forgets them and newcomers get
 	// their own buckets again.
-	clock.t = clock.t.Add(2 * time.Second)
+	clock.Advance(2 * time.Second)
 	ok, _ = l.Allow("newcomer")
 	require.True(t, ok)
 	require.Equal(t, 1, l.Len(), "the idle clients were forgotten")
@@ -67,7 +64,7 @@ func TestRateLimiterMemoryIsBounded(t *testing.T) {
 		ok, _ = l.Allow("newcomer")
 	}
 	require.False(t, ok)
-	clock.t = clock.t.Add(time.Second)
+	clock.Advance(time.Second)
 	for i := range 100 {
 		l.Allow("d" + strconv.Itoa(i))
 	}

@@ -1,7 +1,6 @@
 package taskmgr
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -9,7 +8,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"sort"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -107,33 +105,16 @@ func TestHelperProcess(t *testing.T) {
 type helperProc struct {
 	id   string
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *anchordtest.SyncBuffer
 	done chan struct{}
 	err  error
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func startHelper(t *testing.T, u, id string) *helperProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1", "-test.timeout=120s")
 	cmd.Env = append(os.Environ(), envHelperURL+"="+u, envHelperID+"="+id)
-	p := &helperProc{id: id, cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}
+	p := &helperProc{id: id, cmd: cmd, out: &anchordtest.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	require.NoError(t, cmd.Start())
 	go func() {

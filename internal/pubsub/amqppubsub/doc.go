@@ -74,7 +74,9 @@
 // Subscriptions and Run retry with the same backoff, which is what brings the connection back
 // when nobody publishes; the new connection redeclares the topology and they consume again.
 // Publishes whose confirms were lost fail; the caller retries them (handlers are idempotent).
-// New waits for the broker with backoff, logging "waiting for RabbitMQ", until its context ends.
+// New waits for an unreachable broker with backoff, logging "waiting for RabbitMQ", until its
+// context ends; a broker that answers and refuses (credentials, a missing or closed vhost) makes
+// it return ErrRefused at once, since waiting would not change the answer.
 //
 // # What it does worse
 //

@@ -42,8 +42,9 @@ var _ pubsub.PubSub = (*PubSub)(nil)
 
 // New validates cfg, connects and declares the topology. While the broker is unreachable it
 // waits with backoff, logging each failed attempt, until ctx ends; it fails at once on
-// configuration errors and when the broker's definitions conflict with cfg (for example another
-// QueueType for the same prefix).
+// configuration errors, on the broker's refusals (ErrRefused: credentials, a missing vhost) and
+// when the broker's definitions conflict with cfg (for example another QueueType for the same
+// prefix).
 func New(ctx context.Context, cfg Config) (*PubSub, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -66,10 +67,14 @@ func New(ctx context.Context, cfg Config) (*PubSub, error) {
 			ps.Close()
 			return nil, fmt.Errorf("amqppubsub: %w", err)
 		}
+		if refused := refusal(cfg.URL, err); refused != nil {
+			ps.Close()
+			return nil, refused
+		}
 		log.WarnContext(ctx, "waiting for RabbitMQ", "url", secret.RedactURL(cfg.URL), "attempt", attempt, "error", err)
 		if !ps.pubConn.waitRetry(ctx) {
 			ps.Close()
-			return nil, fmt.Errorf("amqppubsub: broker not reachable before startup deadline: %w", errors.Join(ctx.Err(), err))
+			return nil, fmt.Errorf("stopped while waiting for RabbitMQ at %s (%w): %w", secret.RedactURL(cfg.URL), ctx.Err(), err)
 		}
 	}
 	log.InfoContext(ctx, "connected to RabbitMQ", "url", secret.RedactURL(cfg.URL), "prefix", cfg.Prefix,

@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
+	"github.com/anchord/anchord/internal/filemode"
 	"github.com/anchord/anchord/internal/store"
 )
 
@@ -98,11 +99,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	// The database holds the domain's signing key (unless it comes from a key file) and every
-	// queued request: only the owner may read it. Existing files are tightened too.
+	// queued request: only the owner may read it. Existing files are tightened too (bits are
+	// removed, never added: an operator's read-only 0500 stays).
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("open sqlite store: create data directory: %w", err)
 	}
-	if err := os.Chmod(cfg.DataDir, 0o700); err != nil {
+	if err := filemode.Tighten(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("open sqlite store: restrict data directory: %w", err)
 	}
 	path := filepath.Join(cfg.DataDir, FileName)
@@ -182,7 +184,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// SQLite creates the -wal and -shm files with the database's mode; tighten any that an
 	// older version left readable.
 	for _, f := range []string{path + "-wal", path + "-shm"} {
-		if err := os.Chmod(f, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := filemode.Tighten(f, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
 			s.Close()
 			return nil, fmt.Errorf("open sqlite store: restrict %s: %w", filepath.Base(f), err)
 		}
@@ -207,7 +209,7 @@ func createPrivate(path string) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("create database file: %w", err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := filemode.Tighten(path, 0o600); err != nil {
 		return fmt.Errorf("restrict database file: %w", err)
 	}
 	return nil
