@@ -46,6 +46,10 @@ type Profile struct {
 	// them: an anchored history resolves as the reference implementation resolves it.
 	MaxOperationsPerDID int
 	MaxDocumentBytes    int
+	// HashlinkReferences makes batch files name each other by hashlinks that carry a link to
+	// the file in this domain's CAS, as did:orb's files do (an Orb domain fetches another
+	// domain's file only through such a link), instead of by bare CIDs.
+	HashlinkReferences bool
 }
 
 // DefaultProfile returns the ION-compatible profile with method name "sidetree".

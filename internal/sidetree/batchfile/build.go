@@ -26,6 +26,8 @@ const (
 type File struct {
 	Kind Kind
 	URI  string
+	// Ref is how the other files name this one: URI, unless Limits.ReferenceFunc says otherwise.
+	Ref  string
 	Data []byte
 }
 
@@ -219,10 +221,16 @@ func finish(k Kind, json []byte, addr AddressFunc, l Limits, c *compressor) (*Fi
 		return nil, &CapacityError{Kind: k, Size: len(data), Limit: limit}
 	}
 	uri := addr(data)
-	if err := checkURI(uri, l); err != nil {
+	ref := uri
+	if l.ReferenceFunc != nil {
+		ref = l.ReferenceFunc(uri, data)
+	}
+	// The reference is what a reader meets and checks (the core index's too: it is the form the
+	// anchor names it by).
+	if err := checkURI(ref, l); err != nil {
 		return nil, fmt.Errorf("batchfile: address of %s: %w", k, err)
 	}
-	return &File{Kind: k, URI: uri, Data: data}, nil
+	return &File{Kind: k, URI: uri, Ref: ref, Data: data}, nil
 }
 
 // {"operations":{"recover":[{"signedData":…}],"deactivate":[…]}}
@@ -283,13 +291,13 @@ func chunkJSON(p partition) []byte {
 func provisionalIndexJSON(p partition, f *Files) []byte {
 	b := make([]byte, 0, 128+len(p.updates)*110)
 	b = append(b, `{"chunks":[{"chunkFileUri":`...)
-	b = jsontree.AppendQuoted(b, f.Chunk.URI)
+	b = jsontree.AppendQuoted(b, f.Chunk.Ref)
 	b = append(b, "}]"...)
 	if len(p.updates) > 0 {
 		b = append(b, `,"operations":{"update":`...)
 		b = appendReferences(b, p.updates)
 		b = append(b, `},"provisionalProofFileUri":`...)
-		b = jsontree.AppendQuoted(b, f.ProvisionalProof.URI)
+		b = jsontree.AppendQuoted(b, f.ProvisionalProof.Ref)
 	}
 	return append(b, '}')
 }
@@ -302,7 +310,7 @@ func coreIndexJSON(p partition, f *Files) []byte {
 	sep := false
 	if f.ProvisionalIndex != nil {
 		b = append(b, `"provisionalIndexFileUri":`...)
-		b = jsontree.AppendQuoted(b, f.ProvisionalIndex.URI)
+		b = jsontree.AppendQuoted(b, f.ProvisionalIndex.Ref)
 		sep = true
 	}
 	if len(p.creates)+len(p.recovers)+len(p.deactivates) > 0 {
@@ -348,7 +356,7 @@ func coreIndexJSON(p partition, f *Files) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `"coreProofFileUri":`...)
-		b = jsontree.AppendQuoted(b, f.CoreProof.URI)
+		b = jsontree.AppendQuoted(b, f.CoreProof.Ref)
 	}
 	return append(b, '}')
 }
