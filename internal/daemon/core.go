@@ -91,14 +91,16 @@ func newCore(cfg config.Config, st store.Store, logger *slog.Logger, reg *promet
 		bodyLimits: map[string]int64{},
 	}
 	c.limits.CheckURIFunc = func(uri string) error { _, err := cas.ParseCID(uri); return err }
-	if c.profile.HashlinkReferences {
+	if c.profile.OrbBatchFiles {
 		// did:orb: a file is named by a hashlink whose link is this domain's /cas, which Orb's
-		// URI length (500) leaves room for; the reader takes those and the CIDs of before.
+		// URI length (500) leaves room for, and proofs are bare JWS strings, as Orb writes and
+		// reads them.
 		endpoint := cfg.ExternalEndpointURL()
 		c.limits.ReferenceFunc = func(cid string, data []byte) string {
 			return activity.NewHashlink(data, endpoint+"/cas/"+cid)
 		}
 		c.limits.CheckURIFunc = cas.CheckKey
+		c.limits.OrbProofs = true
 		c.limits.MaxCASURILength = max(c.limits.MaxCASURILength, relay.ForeignMaxCASURILength)
 	}
 	if err := c.buildCAS(); err != nil {

@@ -119,7 +119,7 @@ func TestBatchFilesByHashlink(t *testing.T) {
 		t.Run(fmt.Sprintf("links=%v", links), func(t *testing.T) {
 			t.Parallel()
 			n := newNetwork()
-			a, b := newOrbDomain(t, n, "a", sqlite(t), links), newDomain(t, n, "b", sqlite(t))
+			a, b := newOrbDomain(t, n, "a", sqlite(t), links), newOrbDomain(t, n, "b", sqlite(t), true)
 			b.follow(a)
 			w := wallet.New(wallet.Config{})
 			x, createX, err := w.Create()

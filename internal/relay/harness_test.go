@@ -135,9 +135,10 @@ type domain struct {
 	failPost error
 	// wrongKey makes the domain's did.json list another key than the one it signs with.
 	wrongKey ed25519.PublicKey
-	// limits are the batch limits of its writer and observer; a did:orb domain's name files
-	// by hashlinks (ReferenceFunc).
-	limits batchfile.Limits
+	// limits and profile are the batch limits of its writer and observer and its profile; a
+	// did:orb domain's files name each other by hashlinks and list bare proofs.
+	limits  batchfile.Limits
+	profile sidetree.Profile
 }
 
 // posted is an activity the outbox accepted, with its exclusions.
@@ -175,22 +176,24 @@ func newDomainRefs(t testing.TB, n *network, name string, st store.Store, refs f
 	key, err := anchor.LoadOrCreateDomainKey(ctx, st)
 	require.NoError(t, err)
 	d := &domain{
-		t: t, host: host, net: n, st: st, follows: map[string]bool{}, limits: limits(),
+		t: t, host: host, net: n, st: st, follows: map[string]bool{}, limits: limits(), profile: sidetree.DefaultProfile(),
 		id: Identity{ActorIRI: endpoint + "/services/anchord", FollowersIRI: endpoint + "/services/anchord/followers", Endpoint: endpoint, DID: did, Key: key},
 	}
 	if refs != nil {
 		d.limits.ReferenceFunc = refs
 		d.limits.CheckURIFunc = cas.CheckKey
+		d.limits.OrbProofs = true
+		d.profile.OrbBatchFiles = true
 		d.limits.MaxCASURILength = ForeignMaxCASURILength
 	}
 	d.cas, err = cas.NewStore(cas.StoreConfig{}, st)
 	require.NoError(t, err)
 	d.anchors, err = anchor.NewWriter(anchor.Config{}, anchor.NewLocal(key))
 	require.NoError(t, err)
-	d.res = observer.NewResolver(sidetree.DefaultProfile(), st, nil, 0)
-	d.obs, err = observer.New(observer.Config{Profile: sidetree.DefaultProfile(), Limits: d.limits, Resolver: d.res, Logger: anchordtest.Logger(t)}, st, d.cas.FetchFunc)
+	d.res = observer.NewResolver(d.profile, st, nil, 0)
+	d.obs, err = observer.New(observer.Config{Profile: d.profile, Limits: d.limits, Resolver: d.res, Logger: anchordtest.Logger(t)}, st, d.cas.FetchFunc)
 	require.NoError(t, err)
-	cfg := Config{Identity: d.id, Profile: sidetree.DefaultProfile(), Limits: d.limits, Logger: anchordtest.Logger(t).With("domain", name)}
+	cfg := Config{Identity: d.id, Profile: d.profile, Limits: d.limits, Logger: anchordtest.Logger(t).With("domain", name)}
 	d.pub, err = NewPublisher(cfg, st, d.cas, d.postTx)
 	require.NoError(t, err)
 	d.pub.signal.Init(t)

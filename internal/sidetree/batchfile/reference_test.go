@@ -17,10 +17,11 @@ func hashlinkRefs(uri string, data []byte) string {
 	return activity.NewHashlink(data, "http://127.0.0.2/cas/"+uri)
 }
 
-// TestBuildHashlinkReferences: with a ReferenceFunc every file names the others by what it
-// returns (the did:orb layout), the files are otherwise the reference layout, and the reader
-// reads them back through a fetch that resolves hashlinks. Without one, Ref is the CID.
-func TestBuildHashlinkReferences(t *testing.T) {
+// TestBuildOrbBatchFiles: with a ReferenceFunc every file names the others by what it
+// returns, and with OrbProofs the proof files hold bare JWS strings (together, Orb's layout);
+// the files are otherwise the reference layout, and the reader reads them back through a fetch
+// that resolves hashlinks. Without them, Ref is the CID and proofs are {"signedData"} objects.
+func TestBuildOrbBatchFiles(t *testing.T) {
 	t.Parallel()
 	m := generate(t, 3, 2, 2, 2)
 	plain, err := Build(m.interleaved(), cidv0, DefaultLimits())
@@ -33,6 +34,7 @@ func TestBuildHashlinkReferences(t *testing.T) {
 	l.MaxCASURILength = 500
 	l.ReferenceFunc = hashlinkRefs
 	l.CheckURIFunc = cas.CheckKey
+	l.OrbProofs = true
 	files, err := Build(m.interleaved(), cidv0, l)
 	require.NoError(t, err)
 	byHash := map[string][]byte{}
@@ -58,10 +60,16 @@ func TestBuildHashlinkReferences(t *testing.T) {
 	prov := members(files.ProvisionalIndex)
 	require.Equal(t, files.ProvisionalProof.Ref, prov["provisionalProofFileUri"])
 	require.Equal(t, files.Chunk.Ref, prov["chunks"].([]any)[0].(map[string]any)["chunkFileUri"])
-	// Only the references differ from the CID layout.
-	for _, pair := range [][2]*File{{plain.Chunk, files.Chunk}, {plain.CoreProof, files.CoreProof}, {plain.ProvisionalProof, files.ProvisionalProof}} {
-		require.True(t, bytes.Equal(pair[0].Data, pair[1].Data), "%s names no file and is unchanged", pair[0].Kind)
-	}
+	// Orb's proof files: arrays of the signedData strings, in the same order.
+	require.Equal(t, `{"operations":{"update":[`+quoted(m.updates[0].SignedData)+`,`+quoted(m.updates[1].SignedData)+`]}}`, string(gunzip(t, files.ProvisionalProof.Data)))
+	coreProof := members(files.CoreProof)["operations"].(map[string]any)
+	require.Len(t, coreProof["recover"], 2)
+	require.Equal(t, m.deactivates[0].SignedData, coreProof["deactivate"].([]any)[0])
+	onlyDeactivates, err := Build(m.deactivates, cidv0, l)
+	require.NoError(t, err)
+	require.NotContains(t, string(gunzip(t, onlyDeactivates.CoreProof.Data)), "recover", "Orb leaves an empty array out")
+	// The chunk names no file and is unchanged; the core index differs by its references only.
+	require.True(t, bytes.Equal(plain.Chunk.Data, files.Chunk.Data))
 	swapped := string(gunzip(t, plain.CoreIndex.Data))
 	for _, f := range []*File{plain.ProvisionalIndex, plain.CoreProof} {
 		ref := map[*File]*File{plain.ProvisionalIndex: files.ProvisionalIndex, plain.CoreProof: files.CoreProof}[f].Ref
@@ -88,10 +96,21 @@ func TestBuildHashlinkReferences(t *testing.T) {
 		}
 		return nil, errNotFound
 	}
-	b, err := Read(profile, files.Anchor.String(), fetch, l)
+	orb := profile
+	orb.OrbBatchFiles = true
+	b, err := Read(orb, files.Anchor.String(), fetch, l)
 	require.NoError(t, err)
 	require.NoError(t, b.ProvisionalErr)
 	require.Equal(t, files.Operations, b.Operations)
+
+	// Each profile's reader takes its own proof layout only, as the reference implementation
+	// and Orb do: a batch in the other one is invalid (its core proofs) or loses its updates.
+	_, err = Read(profile, files.Anchor.String(), fetch, l)
+	require.ErrorContains(t, err, "must be an object")
+	store := newStore()
+	store.put(plain)
+	_, err = Read(orb, plain.Anchor.String(), store.fetch, cidLimits())
+	require.ErrorContains(t, err, "must be a string")
 
 	// A reader that takes only CIDs refuses the files (the sidetree profile's local reader).
 	_, err = Read(profile, files.Anchor.String(), fetch, cidLimits())
