@@ -41,25 +41,25 @@ func startOrbPeer(t *testing.T, name string, extra ...string) *relayDomain {
 	return d
 }
 
-// orbResolution is what Orb answers for a DID.
-type orbResolution struct {
+// orbAnswer is what Orb answers for a DID.
+type orbAnswer struct {
 	status    int
 	document  map[string]any
 	published bool
 	canonical string
 }
 
-// orbResolve resolves did at Orb.
-func orbResolve(t *testing.T, did string) orbResolution {
+// resolveAtOrb resolves did at Orb.
+func resolveAtOrb(t *testing.T, did string) orbAnswer {
 	t.Helper()
 	resp, err := http.Get("http://" + orbAddr + "/sidetree/v1/identifiers/" + did)
 	if err != nil {
-		return orbResolution{}
+		return orbAnswer{}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
-		return orbResolution{status: resp.StatusCode}
+		return orbAnswer{status: resp.StatusCode}
 	}
 	var r struct {
 		Document map[string]any `json:"didDocument"`
@@ -71,7 +71,7 @@ func orbResolve(t *testing.T, did string) orbResolution {
 		} `json:"didDocumentMetadata"`
 	}
 	require.NoError(t, json.Unmarshal(body, &r), string(body))
-	return orbResolution{status: resp.StatusCode, document: r.Document, published: r.Meta.Method.Published, canonical: r.Meta.CanonicalID}
+	return orbAnswer{status: resp.StatusCode, document: r.Document, published: r.Meta.Method.Published, canonical: r.Meta.CanonicalID}
 }
 
 // withoutID returns a DID document with its own DID replaced by a placeholder: Orb names the
@@ -123,8 +123,8 @@ func orbFollows(t *testing.T, d *relayDomain) {
 	}, "Orb lists anchord in its following")
 }
 
-// percentile returns the p-th percentile (0 < p ≤ 1) of sorted durations.
-func percentile(sorted []time.Duration, p float64) time.Duration {
+// quantile returns the p-th percentile (0 < p ≤ 1) of sorted durations.
+func quantile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
@@ -172,7 +172,7 @@ func TestOrbResolvesAnchordDIDs(t *testing.T) {
 			pending := slices.DeleteFunc(slices.Clone(dids), func(x *tracked) bool { return x.resolved != 0 })
 			mu.Unlock()
 			for _, x := range pending {
-				if r := orbResolve(t, "did:orb:uAAA:"+x.id.Suffix); r.status == http.StatusOK && r.published {
+				if r := resolveAtOrb(t, "did:orb:uAAA:"+x.id.Suffix); r.status == http.StatusOK && r.published {
 					mu.Lock()
 					x.resolved = time.Since(x.accepted)
 					mu.Unlock()
@@ -226,7 +226,7 @@ func TestOrbResolvesAnchordDIDs(t *testing.T) {
 	}
 	slices.Sort(latencies)
 	t.Logf("Orb-side accept→resolvable of %d anchord DIDs: p50 %s, p95 %s, max %s", len(latencies),
-		percentile(latencies, 0.5).Round(time.Millisecond), percentile(latencies, 0.95).Round(time.Millisecond), latencies[len(latencies)-1].Round(time.Millisecond))
+		quantile(latencies, 0.5).Round(time.Millisecond), quantile(latencies, 0.95).Round(time.Millisecond), latencies[len(latencies)-1].Round(time.Millisecond))
 
 	// Updates of the first DIDs reach Orb too.
 	for _, x := range dids[:nUpdates] {
@@ -238,7 +238,7 @@ func TestOrbResolvesAnchordDIDs(t *testing.T) {
 	}
 	anchordtest.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() bool {
 		for _, x := range dids[:nUpdates] {
-			r := orbResolve(t, "did:orb:uAAA:"+x.id.Suffix)
+			r := resolveAtOrb(t, "did:orb:uAAA:"+x.id.Suffix)
 			if b, _ := json.Marshal(r.document); !strings.Contains(string(b), "https://example.org") {
 				return false
 			}
@@ -260,7 +260,7 @@ func TestOrbResolvesAnchordDIDs(t *testing.T) {
 			} `json:"didDocumentMetadata"`
 		}
 		require.NoError(t, json.Unmarshal(body, &ours))
-		theirs := orbResolve(t, "did:orb:uAAA:"+x.id.Suffix)
+		theirs := resolveAtOrb(t, "did:orb:uAAA:"+x.id.Suffix)
 		require.True(t, theirs.published, x.id.Suffix)
 		require.Equal(t, withoutID(t, ours.Document), withoutID(t, theirs.document), "%s: Orb's document is anchord's", x.id.Suffix)
 		require.Equal(t, canonical[x.id.Suffix], theirs.canonical, "%s: Orb's canonical ID is of anchord's anchor", x.id.Suffix)
@@ -269,7 +269,7 @@ func TestOrbResolvesAnchordDIDs(t *testing.T) {
 			require.Equal(t, ours.Meta.CanonicalID, theirs.canonical, x.id.Suffix)
 		}
 		// Orb resolves the canonical form too.
-		require.Equal(t, http.StatusOK, orbResolve(t, theirs.canonical).status, theirs.canonical)
+		require.Equal(t, http.StatusOK, resolveAtOrb(t, theirs.canonical).status, theirs.canonical)
 	}
 	require.Empty(t, orb.problemsSince(mark), "Orb logged no warning or error while it followed anchord")
 }
@@ -306,7 +306,7 @@ func TestAnchordWitnessesOrb(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(created))
 	start := time.Now()
 	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
-		return orbResolve(t, "did:orb:uAAA:"+op.Suffix).published
+		return resolveAtOrb(t, "did:orb:uAAA:"+op.Suffix).published
 	}, "Orb publishes its DID once anchord's proof satisfies its witness policy")
 	t.Logf("Orb's DID published %s after its create, witnessed by anchord", time.Since(start).Round(time.Millisecond))
 	require.True(t, orb.logged(mark, "Witness policy has been satisfied"))
