@@ -22,27 +22,61 @@ import (
 	"github.com/anchord/anchord/internal/anchordtest"
 )
 
-// EnvOrbBin names an Orb server binary (cmd/orb-server of trustbloc/orb) for the interop test.
-// Orb is not part of the suite's dependencies: without the variable the test skips.
-const EnvOrbBin = "ANCHORD_TEST_ORB_BIN"
-
 // orbAddr is where the test runs Orb. Orb issues anchor credentials as did:web of its external
 // endpoint by string concatenation, so a port in it breaks every anchor: Orb must run on 80.
 const orbAddr = "127.0.0.1:80"
 
+// orbPeerAddr is where an anchord domain runs when Orb must resolve its did:web (to verify its
+// anchors or its proofs): on port 80 of another loopback address, for the same reason.
+const orbPeerAddr = "127.0.0.2:80"
+
+// requireFree skips the test when addr cannot be bound (another Orb test run holds it), or
+// fails it when the Orb tests are required (ANCHORD_TEST_REQUIRE_ORB).
+func requireFree(t *testing.T, addr string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if anchordtest.RequireOrb() {
+			t.Fatalf("the Orb tests need %s, which cannot be bound here (port 80 needs root or CAP_NET_BIND_SERVICE): %v", addr, err)
+		}
+		t.Skipf("the Orb tests need %s, which cannot be bound here: %v", addr, err)
+	}
+	ln.Close()
+}
+
+// orbServer is a running Orb domain and its log (JSON lines).
+type orbServer struct {
+	log *anchordtest.SyncBuffer
+}
+
+// mark returns a position in Orb's log, for problemsSince.
+func (o *orbServer) mark() int { return len(o.log.String()) }
+
+// problemsSince returns Orb's warning and error lines after mark.
+func (o *orbServer) problemsSince(mark int) []string {
+	var out []string
+	for line := range strings.SplitSeq(o.log.String()[mark:], "\n") {
+		var l struct {
+			Level string `json:"level"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && (l.Level == "warn" || l.Level == "error" || l.Level == "fatal" || l.Level == "panic") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// logged reports whether Orb logged a line containing msg after mark.
+func (o *orbServer) logged(mark int, msg string) bool {
+	return strings.Contains(o.log.String()[mark:], msg)
+}
+
 // startOrb runs an Orb domain with in-memory stores that requires HTTP signatures (or tokens)
 // on its inbox and outbox, and signs its own requests to other domains.
-func startOrb(t *testing.T) {
+func startOrb(t *testing.T) *orbServer {
 	t.Helper()
-	bin := os.Getenv(EnvOrbBin)
-	if bin == "" {
-		t.Skipf("no Orb server: set %s to a binary built from trustbloc/orb's cmd/orb-server to run the interop test", EnvOrbBin)
-	}
-	if ln, err := net.Listen("tcp", orbAddr); err != nil {
-		t.Skipf("Orb needs %s, which is not free here: %v", orbAddr, err)
-	} else {
-		ln.Close()
-	}
+	bin := anchordtest.OrbBin(t)
+	requireFree(t, orbAddr)
 	cmd := exec.Command(bin, "start")
 	cmd.Env = append(os.Environ(),
 		"ORB_HOST_URL="+orbAddr, "ORB_EXTERNAL_ENDPOINT=http://127.0.0.1", "DID_NAMESPACE=did:orb",
@@ -63,6 +97,7 @@ func startOrb(t *testing.T) {
 			t.Logf("Orb's log:\n%s", lastLines(log.String(), 40))
 		}
 	})
+	start := time.Now()
 	anchordtest.Eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
 		resp, err := http.Get("http://" + orbAddr + "/services/orb")
 		if err != nil {
@@ -71,6 +106,8 @@ func startOrb(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}, "Orb serves its actor")
+	t.Logf("Orb up in %s", time.Since(start).Round(time.Millisecond))
+	return &orbServer{log: log}
 }
 
 // orbRequest sends a request to Orb with its admin token.

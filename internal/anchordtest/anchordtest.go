@@ -30,6 +30,11 @@ const (
 	EnvChromium        = "ANCHORD_TEST_CHROMIUM"
 	EnvMariaDBURL      = "ANCHORD_TEST_MARIADB_URL"
 	EnvRequireServices = "ANCHORD_TEST_REQUIRE_SERVICES"
+	// EnvOrbBin names an Orb server binary (trustbloc/orb's cmd/orb-server) for the interop
+	// tests; EnvRequireOrb makes its absence fail them. Orb is not one of the services
+	// scripts/test provides, so EnvRequireServices does not require it.
+	EnvOrbBin     = "ANCHORD_TEST_ORB_BIN"
+	EnvRequireOrb = "ANCHORD_TEST_REQUIRE_ORB"
 	// EnvArtifacts names a directory where tests leave files for people to look at
 	// (screenshots); without it they go to the test's temporary directory.
 	EnvArtifacts = "ANCHORD_TEST_ARTIFACTS"
@@ -99,6 +104,34 @@ func LitewitnessBin(tb testing.TB) string {
 	}
 	if !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0 {
 		tb.Fatalf("%s=%s is not an executable file", EnvLitewitnessBin, bin)
+	}
+	return bin
+}
+
+// RequireOrb reports whether the Orb interop tests must run: a missing Orb binary, or Orb's
+// address taken, fails them instead of skipping them.
+func RequireOrb() bool {
+	v := strings.TrimSpace(os.Getenv(EnvRequireOrb))
+	return v != "" && v != "0" && !strings.EqualFold(v, "false")
+}
+
+// OrbBin returns the Orb server binary of the interop tests. Without one it skips the test, or
+// fails it when ANCHORD_TEST_REQUIRE_ORB is set; a path that is not an executable file fails it.
+func OrbBin(tb testing.TB) string {
+	tb.Helper()
+	bin := strings.TrimSpace(os.Getenv(EnvOrbBin))
+	if bin == "" {
+		if RequireOrb() {
+			tb.Fatalf("Orb is required (%s=1) but %s is not set", EnvRequireOrb, EnvOrbBin)
+		}
+		tb.Skipf("no Orb server: set %s to an orb-server built from trustbloc/orb's cmd/orb-server (README: Orb interop tests)", EnvOrbBin)
+	}
+	info, err := os.Stat(bin)
+	if err != nil {
+		tb.Fatalf("%s=%s: %v", EnvOrbBin, bin, err)
+	}
+	if !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0 {
+		tb.Fatalf("%s=%s is not an executable file", EnvOrbBin, bin)
 	}
 	return bin
 }

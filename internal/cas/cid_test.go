@@ -13,6 +13,8 @@ import (
 	"github.com/ipfs/boxo/ipld/unixfs/importer/balanced"
 	"github.com/ipfs/boxo/ipld/unixfs/importer/helpers"
 	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/activity"
 )
 
 // testData returns n deterministic, incompressible bytes (SHA-256 in counter mode).
@@ -177,4 +179,35 @@ func BenchmarkComputeCID(b *testing.B) {
 	for b.Loop() {
 		ComputeCID(data, CIDv0)
 	}
+}
+
+// FuzzCheckKey: a CAS key is accepted exactly when it is a CID or a sha2-256 hashlink or resource
+// hash, and an accepted hash key names the same digest in each of its forms.
+func FuzzCheckKey(f *testing.F) {
+	data := []byte("a batch file")
+	for _, seed := range []string{
+		ComputeCID(data, CIDv0), ComputeCID(data, CIDv1), activity.NewHashlink(data),
+		activity.NewHashlink(data, "https://a.example/cas/x"), "uEiB", "hl:", "hl:uEiB:u", "", "Qm",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		err := CheckKey(key)
+		_, cidErr := ParseCID(key)
+		h, hashErr := parseHashKey(key)
+		if (err == nil) != (cidErr == nil || hashErr == nil) {
+			t.Fatalf("CheckKey(%q) = %v, ParseCID: %v, hash: %v", key, err, cidErr, hashErr)
+		}
+		if err != nil {
+			require.ErrorIs(t, err, ErrInvalidCID)
+			return
+		}
+		if hashErr == nil {
+			for _, form := range []string{h.ResourceHash(), h.Anchor(), h.String()} {
+				again, err := parseHashKey(form)
+				require.NoError(t, err, form)
+				require.Equal(t, h.Digest, again.Digest, form)
+			}
+		}
+	})
 }

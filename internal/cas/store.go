@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/anchord/anchord/internal/activity"
 	"github.com/anchord/anchord/internal/store"
 )
 
@@ -100,7 +102,16 @@ func (s *Store) PutAddressedTx(ctx context.Context, tx store.Executor, cid strin
 // Get returns the content of cid if it is at most maxSize bytes (maxSize ≤ 0: no limit). The
 // bytes are checked against the CID, so corruption at rest is reported, not served. Content the
 // local store lacks is read from the mirror, if there is one, checked against its CID, and kept.
+//
+// cid may also be a hashlink ("hl:uEi…", with or without metadata) or its resource hash alone
+// ("uEi…"), the names did:orb batch files and Orb's /cas use: the content is then looked up by
+// its sha2-256 digest, here only (the mirror knows CIDs).
 func (s *Store) Get(ctx context.Context, cid string, maxSize int) ([]byte, error) {
+	if _, err := ParseCID(cid); err != nil {
+		if h, herr := parseHashKey(cid); herr == nil {
+			return s.getByHash(ctx, h, maxSize)
+		}
+	}
 	data, err := s.getLocal(ctx, cid, maxSize)
 	if s.mirror == nil || !errors.Is(err, ErrNotFound) {
 		return data, err
@@ -138,6 +149,44 @@ func (s *Store) getLocal(ctx context.Context, cid string, maxSize int) ([]byte, 
 	}
 	if ComputeCID(data, parsed.Version) != parsed.String() {
 		return nil, fmt.Errorf("cas get %s: %w", cid, ErrCorrupt)
+	}
+	s.m.read.Add(float64(len(data)))
+	return data, nil
+}
+
+// CheckKey accepts what Get takes: a CID, a sha2-256 resource hash ("uEi…") or a hashlink.
+func CheckKey(key string) error {
+	if _, err := ParseCID(key); err == nil {
+		return nil
+	}
+	if _, err := parseHashKey(key); err != nil {
+		return fmt.Errorf("%w: %q is neither a CID nor a sha2-256 resource hash or hashlink", ErrInvalidCID, key)
+	}
+	return nil
+}
+
+// parseHashKey reads a hashlink or a bare resource hash.
+func parseHashKey(key string) (activity.Hashlink, error) {
+	if !strings.HasPrefix(key, "hl:") {
+		key = "hl:" + key
+	}
+	return activity.ParseHashlink(key)
+}
+
+func (s *Store) getByHash(ctx context.Context, h activity.Hashlink, maxSize int) ([]byte, error) {
+	name := h.ResourceHash()
+	data, err := s.st.CASGetBySHA256(ctx, h.Digest)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("cas get %s: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cas get %s: %w", name, err)
+	}
+	if maxSize > 0 && len(data) > maxSize {
+		return nil, fmt.Errorf("cas get %s: %d bytes, limit %d: %w", name, len(data), maxSize, ErrTooLarge)
+	}
+	if h.Verify(data) != nil {
+		return nil, fmt.Errorf("cas get %s: %w", name, ErrCorrupt)
 	}
 	s.m.read.Add(float64(len(data)))
 	return data, nil

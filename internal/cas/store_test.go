@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/anchord/anchord/internal/activity"
 	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/store/storetest"
 )
@@ -58,6 +59,26 @@ func TestStore(t *testing.T) {
 		require.NoError(t, st.CASPut(ctx, cid, []byte("tampered")))
 		_, err = s.Get(ctx, cid, 0)
 		require.ErrorIs(t, err, ErrCorrupt)
+
+		// By hash, the names did:orb batch files and Orb's /cas use: a bare resource hash, a
+		// hashlink, a hashlink with links (which the local lookup ignores).
+		content := []byte("a batch file")
+		_, err = s.Put(ctx, content)
+		require.NoError(t, err)
+		hl := activity.NewHashlink(content, "https://elsewhere.example/cas/QmWhatever")
+		parsed, err := activity.ParseHashlink(hl)
+		require.NoError(t, err)
+		for _, key := range []string{parsed.ResourceHash(), parsed.Anchor(), hl} {
+			got, err := s.Get(ctx, key, 0)
+			require.NoError(t, err, key)
+			require.Equal(t, content, got, key)
+			_, err = s.Get(ctx, key, len(content)-1)
+			require.ErrorIs(t, err, ErrTooLarge, key)
+		}
+		_, err = s.Get(ctx, activity.NewHashlink([]byte("never stored")), 0)
+		require.ErrorIs(t, err, ErrNotFound)
+		_, err = s.Get(ctx, "hl:uEiBnotahash", 0)
+		require.ErrorIs(t, err, ErrInvalidCID)
 
 		fetch := s.FetchFunc(ctx)
 		data, err := fetch(s.Address(bytes.Repeat([]byte("0123456789abcdef"), 40_000)), 1_000_000)

@@ -442,6 +442,7 @@ func (c *Config) SidetreeProfile() sidetree.Profile {
 	p := sidetree.Profile{
 		Method: c.DIDMethod, MaxDeltaSize: sidetree.MaxDeltaSizeDefault,
 		MaxOperationsPerDID: c.MaxOperationsPerDID, MaxDocumentBytes: c.MaxDocumentBytes,
+		OrbBatchFiles: c.DIDMethod == "orb" || strings.HasPrefix(c.DIDMethod, "orb:"),
 	}
 	for _, a := range strings.Split(c.SignatureAlgorithms, ",") {
 		if a = strings.TrimSpace(a); a != "" {

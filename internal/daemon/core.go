@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/anchord/anchord/internal/activity"
 	"github.com/anchord/anchord/internal/admintoken"
 	"github.com/anchord/anchord/internal/cas"
 	"github.com/anchord/anchord/internal/config"
@@ -20,6 +21,7 @@ import (
 	"github.com/anchord/anchord/internal/ipfs"
 	"github.com/anchord/anchord/internal/observer"
 	"github.com/anchord/anchord/internal/pubsub"
+	"github.com/anchord/anchord/internal/relay"
 	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/sidetree/batchfile"
 	"github.com/anchord/anchord/internal/store"
@@ -92,6 +94,18 @@ func newCore(cfg config.Config, st store.Store, logger *slog.Logger, reg *promet
 		bodyLimits: map[string]int64{},
 	}
 	c.limits.CheckURIFunc = func(uri string) error { _, err := cas.ParseCID(uri); return err }
+	if c.profile.OrbBatchFiles {
+		// did:orb: a file is named by a hashlink whose link is this domain's /cas, which Orb's
+		// URI length (500) leaves room for, and proofs are bare JWS strings, as Orb writes and
+		// reads them.
+		endpoint := cfg.ExternalEndpointURL()
+		c.limits.ReferenceFunc = func(cid string, data []byte) string {
+			return activity.NewHashlink(data, endpoint+"/cas/"+cid)
+		}
+		c.limits.CheckURIFunc = cas.CheckKey
+		c.limits.OrbProofs = true
+		c.limits.MaxCASURILength = max(c.limits.MaxCASURILength, relay.ForeignMaxCASURILength)
+	}
 	if err := c.buildCAS(); err != nil {
 		return nil, err
 	}

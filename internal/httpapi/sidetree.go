@@ -139,7 +139,7 @@ func (c SidetreeConfig) getCAS(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "not_found", "no content for this CID")
 		return
 	case c.CASInvalid != nil && errors.Is(err, c.CASInvalid):
-		WriteError(w, http.StatusBadRequest, "invalid_cid", "not a CID: expected CIDv0 (Qm...) or base32 CIDv1 (b...)")
+		WriteError(w, http.StatusBadRequest, "invalid_cid", "not a CID or content hash: expected CIDv0 (Qm...), base32 CIDv1 (b...), a sha2-256 resource hash (uEi...) or a hashlink (hl:uEi...)")
 		return
 	case err != nil:
 		c.Logger.ErrorContext(r.Context(), "cas get", "error", err)

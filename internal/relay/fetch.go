@@ -38,9 +38,12 @@ type fileReader struct {
 	fetched map[string][]byte
 }
 
-// fetch is the batchfile.FetchFunc. A URI is a CID (anchord's files) or, as Orb's CAS names
-// files, the multibase sha2-256 multihash of the content ("uEi…"); either way the content is
-// checked against it. Files read elsewhere are kept here under the CID this domain computes.
+// fetch is the batchfile.FetchFunc. A URI is a CID (anchord's files in the sidetree and ion
+// profiles), or a hashlink (did:orb's files, Orb's and ours), or the multibase sha2-256
+// multihash alone ("uEi…"), as Orb's CAS names files; either way the content is checked against
+// it. A hashlink's link is followed when it is on a source's host (the sender or the origin);
+// otherwise, and for a hashlink without links, the source's /cas serves the file by its hash.
+// Files read elsewhere are kept here under the CID this domain computes.
 func (f *fileReader) fetch(uri string, maxSize int) ([]byte, error) {
 	key, err := parseCASKey(uri)
 	if err != nil {
@@ -60,17 +63,21 @@ func (f *fileReader) fetch(uri string, maxSize int) ([]byte, error) {
 		}
 		return nil
 	}
+	var local []byte
 	if key.cid != nil {
-		if data, err := f.r.st.CASGet(f.ctx, uri); err == nil && check(data) == nil {
-			f.r.m.fetchedBytes.WithLabelValues(sourceLocal).Add(float64(len(data)))
-			return data, nil
-		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return nil, err
-		}
+		local, err = f.r.st.CASGet(f.ctx, uri)
+	} else {
+		local, err = f.r.st.CASGetBySHA256(f.ctx, key.hash.Digest)
+	}
+	if err == nil && check(local) == nil {
+		f.r.m.fetchedBytes.WithLabelValues(sourceLocal).Add(float64(len(local)))
+		return local, nil
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
 	}
 	var errs []error
 	for _, s := range f.sources {
-		data, err := f.r.fetch(f.ctx, casURL(s.base, key.path()), int64(maxSize))
+		data, err := f.r.fetch(f.ctx, key.urlAt(s.base), int64(maxSize))
 		if err == nil {
 			err = check(data)
 		}
@@ -131,6 +138,20 @@ func parseCASKey(uri string) (casKey, error) {
 		}
 	}
 	return casKey{}, fmt.Errorf("CAS URI %q is neither a CID nor a sha2-256 multihash", uri)
+}
+
+// urlAt is where the domain at base serves the file: the hashlink's link on base's host if it
+// has one (Orb's and anchord's did:orb files link to the writer's /cas), else base's /cas by
+// path. Links to other hosts are never followed: the files come from the origin or the sender.
+func (k casKey) urlAt(base string) string {
+	if k.hash != nil {
+		for _, l := range k.hash.Links {
+			if h := hostBase(l); h != "" && h == hostBase(base) {
+				return l
+			}
+		}
+	}
+	return casURL(base, k.path())
 }
 
 // path is what the owner's /cas serves the file under: the CID, or the multihash alone.

@@ -32,18 +32,35 @@ type network struct {
 	mu      sync.Mutex
 	domains map[string]*domain
 	down    map[string]bool
-	// corrupt hosts serve CAS files with a byte changed.
-	corrupt map[string]bool
+	// corrupt hosts serve the CAS paths it matches with a byte changed.
+	corrupt map[string]func(path string) bool
+	// casPaths are the /cas paths requested, by host.
+	casPaths map[string][]string
 }
 
 func newNetwork() *network {
-	return &network{domains: map[string]*domain{}, down: map[string]bool{}, corrupt: map[string]bool{}}
+	return &network{domains: map[string]*domain{}, down: map[string]bool{}, corrupt: map[string]func(string) bool{}, casPaths: map[string][]string{}}
 }
 
 func (n *network) setCorrupt(d *domain, corrupt bool) {
+	n.setCorruptPaths(d, nil)
+	if corrupt {
+		n.setCorruptPaths(d, func(string) bool { return true })
+	}
+}
+
+// setCorruptPaths makes d serve the CAS paths match accepts corrupt (nil: none).
+func (n *network) setCorruptPaths(d *domain, match func(path string) bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.corrupt[d.host] = corrupt
+	n.corrupt[d.host] = match
+}
+
+// requested returns the /cas paths d was asked for.
+func (n *network) requested(d *domain) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.casPaths[d.host]...)
 }
 
 func (n *network) setDown(d *domain, down bool) {
@@ -60,6 +77,9 @@ func (n *network) fetch(ctx context.Context, raw string, maxBytes int64) ([]byte
 	n.mu.Lock()
 	d, ok := n.domains[u.Host]
 	down, corrupt := n.down[u.Host], n.corrupt[u.Host]
+	if strings.HasPrefix(u.Path, "/cas/") {
+		n.casPaths[u.Host] = append(n.casPaths[u.Host], u.Path)
+	}
 	n.mu.Unlock()
 	if !ok || down {
 		return nil, fmt.Errorf("dial %s: connection refused", u.Host)
@@ -80,7 +100,7 @@ func (n *network) fetch(ctx context.Context, raw string, maxBytes int64) ([]byte
 		if err != nil {
 			return nil, fmt.Errorf("status 404: %w", err)
 		}
-		if corrupt && len(body) > 0 {
+		if corrupt != nil && corrupt(u.Path) && len(body) > 0 {
 			body = append([]byte(nil), body...)
 			body[len(body)/2] ^= 0xff
 		}
@@ -115,6 +135,10 @@ type domain struct {
 	failPost error
 	// wrongKey makes the domain's did.json list another key than the one it signs with.
 	wrongKey ed25519.PublicKey
+	// limits and profile are the batch limits of its writer and observer and its profile; a
+	// did:orb domain's files name each other by hashlinks and list bare proofs.
+	limits  batchfile.Limits
+	profile sidetree.Profile
 }
 
 // posted is an activity the outbox accepted, with its exclusions.
@@ -126,6 +150,24 @@ type posted struct {
 
 func newDomain(t testing.TB, n *network, name string, st store.Store) *domain {
 	t.Helper()
+	return newDomainRefs(t, n, name, st, nil)
+}
+
+// newOrbDomain is a domain whose batch files name each other by hashlinks, as the did:orb
+// profile writes them: with a link to its /cas/<cid>, or (links false) by hash alone.
+func newOrbDomain(t testing.TB, n *network, name string, st store.Store, links bool) *domain {
+	t.Helper()
+	endpoint := "http://" + name + ".test"
+	return newDomainRefs(t, n, name, st, func(uri string, data []byte) string {
+		if !links {
+			return activity.NewHashlink(data)
+		}
+		return activity.NewHashlink(data, endpoint+"/cas/"+uri)
+	})
+}
+
+func newDomainRefs(t testing.TB, n *network, name string, st store.Store, refs func(uri string, data []byte) string) *domain {
+	t.Helper()
 	ctx := context.Background()
 	host := name + ".test"
 	endpoint := "http://" + host
@@ -134,17 +176,24 @@ func newDomain(t testing.TB, n *network, name string, st store.Store) *domain {
 	key, err := anchor.LoadOrCreateDomainKey(ctx, st)
 	require.NoError(t, err)
 	d := &domain{
-		t: t, host: host, net: n, st: st, follows: map[string]bool{},
+		t: t, host: host, net: n, st: st, follows: map[string]bool{}, limits: limits(), profile: sidetree.DefaultProfile(),
 		id: Identity{ActorIRI: endpoint + "/services/anchord", FollowersIRI: endpoint + "/services/anchord/followers", Endpoint: endpoint, DID: did, Key: key},
+	}
+	if refs != nil {
+		d.limits.ReferenceFunc = refs
+		d.limits.CheckURIFunc = cas.CheckKey
+		d.limits.OrbProofs = true
+		d.profile.OrbBatchFiles = true
+		d.limits.MaxCASURILength = ForeignMaxCASURILength
 	}
 	d.cas, err = cas.NewStore(cas.StoreConfig{}, st)
 	require.NoError(t, err)
 	d.anchors, err = anchor.NewWriter(anchor.Config{}, anchor.NewLocal(key))
 	require.NoError(t, err)
-	d.res = observer.NewResolver(sidetree.DefaultProfile(), st, nil, 0)
-	d.obs, err = observer.New(observer.Config{Profile: sidetree.DefaultProfile(), Resolver: d.res, Logger: anchordtest.Logger(t)}, st, d.cas.FetchFunc)
+	d.res = observer.NewResolver(d.profile, st, nil, 0)
+	d.obs, err = observer.New(observer.Config{Profile: d.profile, Limits: d.limits, Resolver: d.res, Logger: anchordtest.Logger(t)}, st, d.cas.FetchFunc)
 	require.NoError(t, err)
-	cfg := Config{Identity: d.id, Profile: sidetree.DefaultProfile(), Limits: limits(), Logger: anchordtest.Logger(t).With("domain", name)}
+	cfg := Config{Identity: d.id, Profile: d.profile, Limits: d.limits, Logger: anchordtest.Logger(t).With("domain", name)}
 	d.pub, err = NewPublisher(cfg, st, d.cas, d.postTx)
 	require.NoError(t, err)
 	d.pub.signal.Init(t)
@@ -242,7 +291,7 @@ func (d *domain) anchorOpsUnobserved(reqs ...[]byte) store.Anchor {
 		ops = append(ops, op)
 		refs = append(refs, anchor.OpRef{Suffix: op.Suffix, Type: string(op.Type)})
 	}
-	files, err := batchfile.Build(ops, d.cas.Address, batchfile.Limits{})
+	files, err := batchfile.Build(ops, d.cas.Address, d.limits)
 	require.NoError(t, err)
 	var a store.Anchor
 	require.NoError(t, d.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {

@@ -46,6 +46,12 @@ type Profile struct {
 	// them: an anchored history resolves as the reference implementation resolves it.
 	MaxOperationsPerDID int
 	MaxDocumentBytes    int
+	// OrbBatchFiles selects did:orb's batch file layout (Orb's, from sidetree-core-go) over the
+	// reference implementation's: a file names another by a hashlink that carries a link to the
+	// file in the writer's CAS (an Orb domain fetches another domain's file only through such a
+	// link), not by a bare CID; and a proof file lists the signedData JWS strings themselves,
+	// not {"signedData"} objects. Readers then take proofs only in that form, as Orb does.
+	OrbBatchFiles bool
 }
 
 // DefaultProfile returns the ION-compatible profile with method name "sidetree".

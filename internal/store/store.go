@@ -130,6 +130,9 @@ type Executor interface {
 	CASPut(ctx context.Context, cid string, data []byte) error
 	// CASGet returns the content of a CID, or ErrNotFound.
 	CASGet(ctx context.Context, cid string) ([]byte, error)
+	// CASGetBySHA256 returns content stored by CASPut whose sha2-256 digest is digest, or
+	// ErrNotFound (content stored before the digest was kept is found by CID only).
+	CASGetBySHA256(ctx context.Context, digest []byte) ([]byte, error)
 
 	// AnchorInsert records an anchor and returns it with its sequence number. The same anchor
 	// string may be recorded twice (a batch of exactly the same operations); each is its own

@@ -26,6 +26,8 @@ const (
 type File struct {
 	Kind Kind
 	URI  string
+	// Ref is how the other files name this one: URI, unless Limits.ReferenceFunc says otherwise.
+	Ref  string
 	Data []byte
 }
 
@@ -181,12 +183,12 @@ func build(ops []*sidetree.Operation, addr AddressFunc, l Limits, c *compressor)
 	// Each file is written in the order of the reference implementation's BatchWriter, since
 	// each needs the URI of the ones before.
 	if len(p.recovers)+len(p.deactivates) > 0 {
-		if files.CoreProof, err = finish(CoreProof, coreProofJSON(p), addr, l, c); err != nil {
+		if files.CoreProof, err = finish(CoreProof, coreProofJSON(p, l.OrbProofs), addr, l, c); err != nil {
 			return nil, err
 		}
 	}
 	if len(p.updates) > 0 {
-		if files.ProvisionalProof, err = finish(ProvisionalProof, provisionalProofJSON(p), addr, l, c); err != nil {
+		if files.ProvisionalProof, err = finish(ProvisionalProof, provisionalProofJSON(p, l.OrbProofs), addr, l, c); err != nil {
 			return nil, err
 		}
 	}
@@ -219,35 +221,60 @@ func finish(k Kind, json []byte, addr AddressFunc, l Limits, c *compressor) (*Fi
 		return nil, &CapacityError{Kind: k, Size: len(data), Limit: limit}
 	}
 	uri := addr(data)
-	if err := checkURI(uri, l); err != nil {
+	ref := uri
+	if l.ReferenceFunc != nil {
+		ref = l.ReferenceFunc(uri, data)
+	}
+	// The reference is what a reader meets and checks (the core index's too: it is the form the
+	// anchor names it by).
+	if err := checkURI(ref, l); err != nil {
 		return nil, fmt.Errorf("batchfile: address of %s: %w", k, err)
 	}
-	return &File{Kind: k, URI: uri, Data: data}, nil
+	return &File{Kind: k, URI: uri, Ref: ref, Data: data}, nil
 }
 
-// {"operations":{"recover":[{"signedData":…}],"deactivate":[…]}}
-func coreProofJSON(p partition) []byte {
+// {"operations":{"recover":[{"signedData":…}],"deactivate":[…]}}, or Orb's
+// {"operations":{"recover":["…"]}} (strings, empty arrays left out).
+func coreProofJSON(p partition, orb bool) []byte {
 	b := make([]byte, 0, 64+(len(p.recovers)+len(p.deactivates))*(400))
-	b = append(b, `{"operations":{"recover":`...)
-	b = appendProofs(b, p.recovers)
-	b = append(b, `,"deactivate":`...)
-	b = appendProofs(b, p.deactivates)
+	b = append(b, `{"operations":{`...)
+	sep := false
+	for _, group := range []struct {
+		name string
+		ops  []*sidetree.Operation
+	}{{"recover", p.recovers}, {"deactivate", p.deactivates}} {
+		if orb && len(group.ops) == 0 {
+			continue
+		}
+		if sep {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, group.name...)
+		b = append(b, `":`...)
+		b = appendProofs(b, group.ops, orb)
+		sep = true
+	}
 	return append(b, "}}"...)
 }
 
-// {"operations":{"update":[{"signedData":…}]}}
-func provisionalProofJSON(p partition) []byte {
+// {"operations":{"update":[{"signedData":…}]}}, or Orb's {"operations":{"update":["…"]}}.
+func provisionalProofJSON(p partition, orb bool) []byte {
 	b := make([]byte, 0, 64+len(p.updates)*400)
 	b = append(b, `{"operations":{"update":`...)
-	b = appendProofs(b, p.updates)
+	b = appendProofs(b, p.updates, orb)
 	return append(b, "}}"...)
 }
 
-func appendProofs(b []byte, ops []*sidetree.Operation) []byte {
+func appendProofs(b []byte, ops []*sidetree.Operation, orb bool) []byte {
 	b = append(b, '[')
 	for i, op := range ops {
 		if i > 0 {
 			b = append(b, ',')
+		}
+		if orb {
+			b = jsontree.AppendQuoted(b, op.SignedData)
+			continue
 		}
 		b = append(b, `{"signedData":`...)
 		b = jsontree.AppendQuoted(b, op.SignedData)
@@ -283,13 +310,13 @@ func chunkJSON(p partition) []byte {
 func provisionalIndexJSON(p partition, f *Files) []byte {
 	b := make([]byte, 0, 128+len(p.updates)*110)
 	b = append(b, `{"chunks":[{"chunkFileUri":`...)
-	b = jsontree.AppendQuoted(b, f.Chunk.URI)
+	b = jsontree.AppendQuoted(b, f.Chunk.Ref)
 	b = append(b, "}]"...)
 	if len(p.updates) > 0 {
 		b = append(b, `,"operations":{"update":`...)
 		b = appendReferences(b, p.updates)
 		b = append(b, `},"provisionalProofFileUri":`...)
-		b = jsontree.AppendQuoted(b, f.ProvisionalProof.URI)
+		b = jsontree.AppendQuoted(b, f.ProvisionalProof.Ref)
 	}
 	return append(b, '}')
 }
@@ -302,7 +329,7 @@ func coreIndexJSON(p partition, f *Files) []byte {
 	sep := false
 	if f.ProvisionalIndex != nil {
 		b = append(b, `"provisionalIndexFileUri":`...)
-		b = jsontree.AppendQuoted(b, f.ProvisionalIndex.URI)
+		b = jsontree.AppendQuoted(b, f.ProvisionalIndex.Ref)
 		sep = true
 	}
 	if len(p.creates)+len(p.recovers)+len(p.deactivates) > 0 {
@@ -348,7 +375,7 @@ func coreIndexJSON(p partition, f *Files) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `"coreProofFileUri":`...)
-		b = jsontree.AppendQuoted(b, f.CoreProof.URI)
+		b = jsontree.AppendQuoted(b, f.CoreProof.Ref)
 	}
 	return append(b, '}')
 }

@@ -29,6 +29,15 @@ type Limits struct {
 	// references) beyond the length limit, e.g. cas.ParseCID. A URI it rejects makes the file
 	// that names it invalid.
 	CheckURIFunc func(uri string) error
+	// ReferenceFunc, if set, is what Build writes where a file names another: it receives the
+	// named file's CAS URI and content (did:orb writes a hashlink that carries a link to the
+	// file, which an Orb domain can fetch; see sidetree.Profile.OrbBatchFiles). Unset, a
+	// reference is the CAS URI itself, the reference implementation's layout. Readers ignore it.
+	ReferenceFunc func(uri string, data []byte) string
+	// OrbProofs makes Build write proof files in Orb's layout: each proof the signedData JWS
+	// alone, an empty array left out (sidetree.Profile.OrbBatchFiles, whose readers take only
+	// that form).
+	OrbProofs bool
 }
 
 // DefaultLimits returns the protocol defaults.

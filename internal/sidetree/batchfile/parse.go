@@ -243,17 +243,27 @@ func parseProofs(ops *jsontree.Value, typ sidetree.OperationType, p sidetree.Pro
 	for i := range elems {
 		path := "operations." + name + "[" + strconv.Itoa(i) + "]"
 		e := &elems[i]
-		if e.Kind != jsontree.Object {
-			return nil, sidetree.Errorf(code, "%s must be an object", path)
-		}
-		if err := onlyMembers(e, code, path, "signedData"); err != nil {
-			return nil, err
+		// {"signedData": <jws>} in the reference implementation's layout; the JWS alone in
+		// Orb's (its proof files are arrays of strings). Each reader takes its own layout only,
+		// as the reference implementation and Orb do.
+		signedData, signedPath := e, path
+		switch {
+		case p.OrbBatchFiles && e.Kind != jsontree.String:
+			return nil, sidetree.Errorf(code, "%s must be a string (did:orb's layout)", path)
+		case !p.OrbBatchFiles:
+			if e.Kind != jsontree.Object {
+				return nil, sidetree.Errorf(code, "%s must be an object", path)
+			}
+			if err := onlyMembers(e, code, path, "signedData"); err != nil {
+				return nil, err
+			}
+			signedData, signedPath = e.Member("signedData"), path+".signedData"
 		}
 		expected := ""
 		if i < len(suffixes) {
 			expected = suffixes[i]
 		}
-		jws, err := sidetree.ParseProofValue(typ, e.Member("signedData"), p, expected, path+".signedData")
+		jws, err := sidetree.ParseProofValue(typ, signedData, p, expected, signedPath)
 		if err != nil {
 			return nil, sidetree.Wrap(code, err, "")
 		}

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 
 // CASPut implements store.Executor.
 func (e executor) CASPut(ctx context.Context, cid string, data []byte) error {
-	if _, err := e.q.Exec(ctx, qCASPut, cid, data, len(data)); err != nil {
+	sum := sha256.Sum256(data)
+	if _, err := e.q.Exec(ctx, qCASPut, cid, data, len(data), sum[:]); err != nil {
 		return fmt.Errorf("store %s: %w", cid, err)
 	}
 	return nil
@@ -23,6 +25,15 @@ func (e executor) CASGet(ctx context.Context, cid string) ([]byte, error) {
 	var data []byte
 	if err := e.q.QueryRow(ctx, qCASGet, cid).Scan(&data); err != nil {
 		return nil, fmt.Errorf("read %s: %w", cid, interpretError(err))
+	}
+	return data, nil
+}
+
+// CASGetBySHA256 implements store.Executor.
+func (e executor) CASGetBySHA256(ctx context.Context, digest []byte) ([]byte, error) {
+	var data []byte
+	if err := e.q.QueryRow(ctx, qCASGetBySHA256, digest).Scan(&data); err != nil {
+		return nil, fmt.Errorf("read sha2-256 %x: %w", digest, interpretError(err))
 	}
 	return data, nil
 }

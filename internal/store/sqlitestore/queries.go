@@ -55,9 +55,11 @@ const (
 	// qDeadLetterCountByKind walks the (kind, id) index.
 	qDeadLetterCountByKind = `SELECT kind, COUNT(*) FROM dead_letters GROUP BY kind`
 
-	qCASPut = `INSERT INTO cas_objects (cid, data, size, created_at) VALUES (?, ?, ?, ?)
+	qCASPut = `INSERT INTO cas_objects (cid, data, size, created_at, sha256) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (cid) DO NOTHING`
 	qCASGet = `SELECT data FROM cas_objects WHERE cid = ?`
+	// qCASGetBySHA256: two CIDs (v0 and v1) may hold the same bytes; either will do.
+	qCASGetBySHA256 = `SELECT data FROM cas_objects WHERE sha256 = ? LIMIT 1`
 
 	qAnchorColumns = `seq, anchor_string, core_index_cid, op_count, backend, status, record, signature,
 		error, created_at, completed_at, observed_at, origin, hashlink, published_at`

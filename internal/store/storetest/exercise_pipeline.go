@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sync"
@@ -26,6 +27,14 @@ func exercisePipeline(t *testing.T, setup setupFunc) {
 		require.NoError(t, err)
 		require.Equal(t, big, got)
 		_, err = s.CASGet(ctx, "QmMissing")
+		require.ErrorIs(t, err, store.ErrNotFound)
+		// The same bytes are found by their sha2-256 digest, the hash a hashlink names.
+		sum := sha256.Sum256(big)
+		got, err = s.CASGetBySHA256(ctx, sum[:])
+		require.NoError(t, err)
+		require.Equal(t, big, got)
+		other := sha256.Sum256([]byte("not stored"))
+		_, err = s.CASGetBySHA256(ctx, other[:])
 		require.ErrorIs(t, err, store.ErrNotFound)
 	})
 
