@@ -125,6 +125,16 @@ func renderDocument(did *DID, st *State, m Metadata) []byte {
 	b = append(b, `,"didDocument":`...)
 	b = appendDocumentHead(b, id)
 
+	if len(doc.AlsoKnownAs) > 0 {
+		b = append(b, `,"alsoKnownAs":[`...)
+		for i, u := range doc.AlsoKnownAs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsontree.AppendQuoted(b, u)
+		}
+		b = append(b, ']')
+	}
 	if doc.Services != nil {
 		b = append(b, `,"service":[`...)
 		for i, s := range doc.Services {
