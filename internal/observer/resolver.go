@@ -199,6 +199,10 @@ func (r *Resolver) Resolve(ctx context.Context, did string) ([]byte, sidetree.Re
 	if err != nil {
 		return nil, 0, err
 	}
+	if d.IsOrb() {
+		// The id is the name asked for, so the rendering is not kept.
+		return r.resolveOrb(ctx, d, st, r.orbAnchors(), sidetree.Metadata{})
+	}
 	if d.IsLongForm() || st == nil {
 		body, status := sidetree.RenderResolution(d, st)
 		return body, status, nil

@@ -45,6 +45,9 @@ func (r *Resolver) ResolveVersion(ctx context.Context, did, versionID string, ve
 		if err != nil {
 			return nil, 0, err
 		}
+		if d.IsOrb() {
+			return r.resolveOrb(ctx, d, st, &anchors, meta)
+		}
 		body, status := sidetree.RenderResolutionWithMetadata(d, st, meta)
 		return body, status, nil
 	}
@@ -88,6 +91,9 @@ func (r *Resolver) ResolveVersion(ctx context.Context, did, versionID string, ve
 	}
 	if err := r.next(ctx, &anchors, d.Suffix, rows, cut, st, &meta); err != nil {
 		return nil, 0, err
+	}
+	if d.IsOrb() {
+		return r.resolveOrb(ctx, d, st, &anchors, meta)
 	}
 	body, status := sidetree.RenderResolutionWithMetadata(d, st, meta)
 	return body, status, nil
