@@ -14,6 +14,14 @@ import (
 // DID (Orb's verifyCID: an ancestor resolves; an anchor this domain does not know, which may be
 // newer than what it has, is not found).
 func (r *Resolver) resolveOrb(ctx context.Context, d *sidetree.DID, st *sidetree.State, anchors *anchorCache, meta sidetree.Metadata) ([]byte, sidetree.ResolutionStatus, error) {
+	if st != nil && st.Published && meta.Created.IsZero() {
+		// Orb's resolution always carries created, updated and versionId.
+		m, err := anchors.metadata(ctx, st)
+		if err != nil {
+			return nil, 0, err
+		}
+		meta.Created, meta.Updated, meta.VersionID = m.Created, m.Updated, m.VersionID
+	}
 	if st == nil || !st.Published {
 		if d.AnchorHash() != "" && !d.IsLongForm() {
 			return nil, sidetree.ResolutionNotFound, nil
@@ -28,7 +36,8 @@ func (r *Resolver) resolveOrb(ctx context.Context, d *sidetree.DID, st *sidetree
 	// An anchor of this domain gets its hashlink when it is published to followers, moments
 	// after it is indexed; until then the DID has no canonical name yet.
 	if ref := sidetree.OrbAnchorHash(last.Hashlink); ref != "" {
-		meta.CanonicalRef, meta.EquivalentRefs = ref, []string{last.Hashlink}
+		// Orb's versionId is the anchor's hash too.
+		meta.CanonicalRef, meta.EquivalentRefs, meta.VersionID = ref, []string{last.Hashlink}, ref
 	}
 	if want := d.AnchorHash(); want != "" && want != meta.CanonicalRef {
 		ok, err := r.isAncestor(ctx, anchors, d.Suffix, want)

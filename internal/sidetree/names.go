@@ -255,41 +255,27 @@ func (d *DID) orbCanonical(m Metadata) string {
 	return "did:" + OrbMethod + ":" + m.CanonicalRef + ":" + d.Suffix
 }
 
-// appendOrbNames writes canonicalId and equivalentId as Orb's resolver does (sidetree-go's
-// GetTransformationInfoForPublished and …ForUnpublished), each followed by a comma. Published:
-// the canonical name and the hashlink names. Unpublished: the unpublished name (for a long
-// form) and the domain's name of it.
-func (d *DID) appendOrbNames(b []byte, st *State, m Metadata) []byte {
-	var equivalent []string
+// orbNames returns canonicalId and equivalentId as Orb's resolver gives them (sidetree-go's
+// GetTransformationInfoForPublished and …ForUnpublished). Published: the canonical name and the
+// hashlink names. Unpublished: the unpublished name (for a long form) and the domain's name of
+// it.
+func (d *DID) orbNames(st *State, m Metadata) (canonical string, equivalent []string) {
 	if st.Published {
-		canonical := d.orbCanonical(m)
+		canonical = d.orbCanonical(m)
 		if canonical == "" {
-			return b
+			return "", nil
 		}
-		b = append(b, `"canonicalId":`...)
-		b = jsontree.AppendQuoted(b, canonical)
-		b = append(b, ',')
 		equivalent = append(equivalent, canonical)
 		for _, ref := range m.EquivalentRefs {
 			equivalent = append(equivalent, "did:"+OrbMethod+":"+ref+":"+d.Suffix)
 		}
-	} else {
-		if d.LongForm != "" {
-			equivalent = append(equivalent, d.orbUnpublished())
-		}
-		if d.orb.domain != "" {
-			equivalent = append(equivalent, "did:"+OrbMethod+":"+d.orb.domain+":"+OrbUnpublishedLabel+":"+d.Suffix)
-		}
+		return canonical, equivalent
 	}
-	if len(equivalent) == 0 {
-		return b
+	if d.LongForm != "" {
+		equivalent = append(equivalent, d.orbUnpublished())
 	}
-	b = append(b, `"equivalentId":[`...)
-	for i, e := range equivalent {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = jsontree.AppendQuoted(b, e)
+	if d.orb.domain != "" {
+		equivalent = append(equivalent, "did:"+OrbMethod+":"+d.orb.domain+":"+OrbUnpublishedLabel+":"+d.Suffix)
 	}
-	return append(b, "],"...)
+	return "", equivalent
 }

@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mr-tron/base58"
 	"github.com/stretchr/testify/require"
@@ -168,4 +170,57 @@ func FuzzParseOrbDID(f *testing.F) {
 			require.Equal(t, sidetree.ResolutionNotFound, status)
 		}
 	})
+}
+
+// TestOrbCreateResponseMatchesOrb: testdata/orb holds a create request signed as Orb's client
+// signs it (four key types, an object service endpoint, alsoKnownAs) and the answer a real Orb
+// server (b105f1ed, external endpoint http://127.0.0.9) gave to it; the did:orb profile answers
+// the same request with the same bytes.
+func TestOrbCreateResponseMatchesOrb(t *testing.T) {
+	t.Parallel()
+	req, err := os.ReadFile("testdata/orb/create-request.json")
+	require.NoError(t, err)
+	want, err := os.ReadFile("testdata/orb/create-response.json")
+	require.NoError(t, err)
+	op, err := sidetree.ParseOperation(req, sidetree.OrbProfile("http:127.0.0.9"))
+	require.NoError(t, err)
+	require.Equal(t, strings.TrimSpace(string(want)), string(sidetree.RenderCreateResponse(sidetree.OrbProfile("http:127.0.0.9"), op)))
+}
+
+// TestOrbResolutionMatchesOrb: the same DID once Orb had anchored it, resolved at Orb by its
+// unpublished name and by its canonical name; given the anchor's hash and hashlink and the
+// anchor time Orb reported, the did:orb profile renders the same bytes.
+func TestOrbResolutionMatchesOrb(t *testing.T) {
+	t.Parallel()
+	p := sidetree.OrbProfile("http:127.0.0.9")
+	req, err := os.ReadFile("testdata/orb/create-request.json")
+	require.NoError(t, err)
+	op, err := sidetree.ParseOperation(req, p)
+	require.NoError(t, err)
+	st := sidetree.Resolve(p, op.Suffix, history(req))
+	for _, file := range []string{"resolve-uaaa.json", "resolve-canonical.json"} {
+		want, err := os.ReadFile("testdata/orb/" + file)
+		require.NoError(t, err)
+		var orb struct {
+			Document struct {
+				ID string `json:"id"`
+			} `json:"didDocument"`
+			Meta struct {
+				Equivalent []string `json:"equivalentId"`
+				Created    string   `json:"created"`
+				VersionID  string   `json:"versionId"`
+			} `json:"didDocumentMetadata"`
+		}
+		require.NoError(t, json.Unmarshal(want, &orb))
+		created, err := time.Parse(time.RFC3339, orb.Meta.Created)
+		require.NoError(t, err)
+		hashlink := strings.TrimSuffix(strings.TrimPrefix(orb.Meta.Equivalent[1], "did:orb:"), ":"+op.Suffix)
+		did, err := sidetree.ParseDID(p, orb.Document.ID)
+		require.NoError(t, err)
+		body, status := sidetree.RenderResolutionWithMetadata(did, st, sidetree.Metadata{
+			Created: created, VersionID: orb.Meta.VersionID, CanonicalRef: orb.Meta.VersionID, EquivalentRefs: []string{hashlink},
+		})
+		require.Equal(t, sidetree.ResolutionFound, status)
+		require.Equal(t, strings.TrimSpace(string(want)), string(body), file)
+	}
 }

@@ -89,6 +89,9 @@ func parsePatch(v *jsontree.Value, prof Profile, path string) (Patch, *Error) {
 		if err = onlyMembers(v, []string{"action", "publicKeys"}, path); err == nil {
 			p.PublicKeys, err = parsePublicKeys(v.Member("publicKeys"), path+".publicKeys")
 		}
+		if err == nil && prof.Orb {
+			err = checkOrbKeyTypes(p.PublicKeys, path+".publicKeys")
+		}
 	case PatchAddServices:
 		if err = onlyMembers(v, []string{"action", "services"}, path); err == nil {
 			p.Services, err = parseServices(v.Member("services"), path+".services")
@@ -191,4 +194,24 @@ func parseURIs(v *jsontree.Value, path string) ([]string, *Error) {
 		uris = append(uris, e.Str)
 	}
 	return uris, nil
+}
+
+// checkOrbKeyTypes applies Orb's document validator: a key's type must be one Orb can render,
+// and a key agreement key may not be a signature-only type, a verification key may not be an
+// X25519 key.
+func checkOrbKeyTypes(keys []PublicKey, path string) *Error {
+	for i, k := range keys {
+		at := path + "[" + strconv.Itoa(i) + "]"
+		if _, ok := orbKeyContexts[k.Type]; !ok {
+			return Errorf(CodeInvalidPublicKey, "%s: key type %s is not supported", at, jsontree.QuoteExcerpt(k.Type))
+		}
+		for _, purpose := range k.Purposes {
+			agreementOnly := k.Type == "X25519KeyAgreementKey2019"
+			signatureOnly := k.Type == "Ed25519VerificationKey2018" || k.Type == "Ed25519VerificationKey2020"
+			if (purpose == "keyAgreement" && signatureOnly) || (purpose != "keyAgreement" && agreementOnly) {
+				return Errorf(CodeInvalidPublicKey, "%s: key type %s is not allowed for purpose %s", at, k.Type, purpose)
+			}
+		}
+	}
+	return nil
 }

@@ -64,10 +64,14 @@ func RenderResolutionWithMetadata(did *DID, st *State, m Metadata) ([]byte, Reso
 			return nil, ResolutionNotFound
 		}
 	}
-	if st.Deactivated {
-		if did.orb != nil {
-			return renderDeactivated(did.renderID(st), did.orbCanonical(m), st.Published, m), ResolutionDeactivated
+	if did.orb != nil {
+		status := ResolutionFound
+		if st.Deactivated {
+			status = ResolutionDeactivated
 		}
+		return renderOrbResult(did, st, m), status
+	}
+	if st.Deactivated {
 		return renderDeactivated(did.ShortForm(), did.ShortForm(), st.Published, m), ResolutionDeactivated
 	}
 	return renderDocument(did, st, m), ResolutionFound
@@ -82,6 +86,7 @@ func RenderCreateResponse(p Profile, create *Operation) []byte {
 	did := &DID{Method: p.method(), Suffix: create.Suffix}
 	if p.Orb {
 		did.orb = &orbName{domain: p.Domain}
+		return renderOrbResult(did, InitialState(create), Metadata{})
 	}
 	return renderDocument(did, InitialState(create), Metadata{})
 }
@@ -218,8 +223,6 @@ func renderDocument(did *DID, st *State, m Metadata) []byte {
 	b = append(b, `},"didDocumentMetadata":{`...)
 	short := did.ShortForm()
 	switch {
-	case did.orb != nil:
-		b = did.appendOrbNames(b, st, m)
 	case !did.IsLongForm():
 		b = append(b, `"canonicalId":`...)
 		b = jsontree.AppendQuoted(b, short)
