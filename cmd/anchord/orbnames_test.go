@@ -21,6 +21,7 @@ type orbResult struct {
 	document   string
 	canonical  string
 	equivalent []string
+	version    string
 	published  bool
 }
 
@@ -36,6 +37,7 @@ func resolveOrb(t *testing.T, d *relayDomain, did string) orbResult {
 		Meta     struct {
 			Canonical  string   `json:"canonicalId"`
 			Equivalent []string `json:"equivalentId"`
+			Version    string   `json:"versionId"`
 			Method     struct {
 				Published bool `json:"published"`
 			} `json:"method"`
@@ -48,15 +50,16 @@ func resolveOrb(t *testing.T, d *relayDomain, did string) orbResult {
 	require.NoError(t, json.Unmarshal(r.Document, &doc))
 	// The document names the DID as asked; compare the rest.
 	return orbResult{status: code, id: doc.ID, document: strings.ReplaceAll(string(r.Document), doc.ID, "<id>"),
-		canonical: r.Meta.Canonical, equivalent: r.Meta.Equivalent, published: r.Meta.Method.Published}
+		canonical: r.Meta.Canonical, equivalent: r.Meta.Equivalent, version: r.Meta.Version, published: r.Meta.Method.Published}
 }
 
 // TestOrbNamesAcrossDomains: two domains in the did:orb profile, B following A. A answers a
 // create as Orb does (did:orb:uAAA:<suffix>, with its domain's name of it); once anchored, A
 // names each DID did:orb:<anchor hash>:<suffix> with the hashlink name as equivalentId, and B
 // resolves it under each of those names and the domain hint with the same document and the same
-// canonicalId; after an update, the old canonical name still resolves (an ancestor) to the new
-// one, and a name with an anchor hash neither domain knows is not found.
+// canonicalId; an update moves versionId only, a recover moves the canonical name and the old one
+// still resolves (an ancestor) to the new one, and a name with an anchor hash neither domain
+// knows is not found.
 func TestOrbNamesAcrossDomains(t *testing.T) {
 	t.Parallel()
 	a := startDomain(t, "A", "--did-method", "orb")
@@ -124,7 +127,8 @@ func TestOrbNamesAcrossDomains(t *testing.T) {
 		}
 	}
 
-	// An update moves the canonical name; the old one is an ancestor and still resolves.
+	// An update reaches B and moves versionId, not the canonical name (as at Orb); a recover
+	// moves the canonical name, and the old one, an ancestor, still resolves to the new one.
 	before := canonical(b, ids[0])
 	update, err := w.Update(ids[0], wallet.AddServices(wallet.Service{ID: "moved", Type: "LinkedDomains", Endpoint: "https://example.org"}))
 	require.NoError(t, err)
@@ -134,13 +138,88 @@ func TestOrbNamesAcrossDomains(t *testing.T) {
 	var after orbResult
 	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
 		after = resolveOrb(t, b, before.canonical)
-		return after.status == http.StatusOK && after.canonical != before.canonical && after.canonical != ""
-	}, "the update reaches B and the old name resolves to the new one")
+		return after.status == http.StatusOK && after.version != before.version && after.version != ""
+	}, "the update reaches B")
 	require.Contains(t, after.document, "moved")
-	require.Equal(t, after.canonical, resolveOrb(t, a, before.canonical).canonical)
+	require.Equal(t, before.canonical, after.canonical, "an update keeps the canonical name")
+	require.Equal(t, after, resolveOrb(t, a, before.canonical))
+
+	recover, err := w.Recover(ids[0], wallet.AddServices(wallet.Service{ID: "recovered", Type: "LinkedDomains", Endpoint: "https://example.net"}))
+	require.NoError(t, err)
+	code, body, err = a.api.post(recover)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code, string(body))
+	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
+		after = resolveOrb(t, b, before.canonical)
+		return after.status == http.StatusOK && after.canonical != before.canonical && after.canonical != ""
+	}, "the recover reaches B and the old name resolves to the new one")
+	require.Contains(t, after.document, "recovered")
+	require.Equal(t, after, resolveOrb(t, a, before.canonical))
 
 	unknown := "did:orb:uEiBw7XfdbDLHZ8yBT9lBDXUVmKzmY7UvKpGfnCjhxM0U7Q:" + ids[0].Suffix
 	for _, d := range []*relayDomain{a, b} {
 		require.Equal(t, http.StatusNotFound, resolveOrb(t, d, unknown).status, "an anchor %s does not know", d.name)
 	}
+}
+
+// orbResolve resolves a DID at the real Orb server of the interop tests.
+func orbResolve(t *testing.T, did string) orbResult {
+	t.Helper()
+	d := &relayDomain{t: t, name: "Orb", api: newClient(orbAddr)}
+	return resolveOrb(t, d, did)
+}
+
+// TestOrbDIDNamesAtAnAnchordFollower runs a real Orb domain (ANCHORD_TEST_ORB_BIN) followed by
+// an anchord domain in the did:orb profile. A DID created, updated and recovered at Orb resolves
+// at anchord under the names Orb gives it (its canonical name, its hashlink name, uAAA) with
+// Orb's canonicalId, equivalentId and versionId and the very document Orb renders, after each
+// step: the update and the recover name their parent by the event url anchord recorded for it.
+func TestOrbDIDNamesAtAnAnchordFollower(t *testing.T) {
+	startOrb(t)
+	d := startDomain(t, "anchord", "--did-method", "orb")
+	orb := &relayDomain{t: t, name: "Orb", actor: "http://127.0.0.1/services/orb"}
+	d.follow(orb)
+
+	w := wallet.New(wallet.Config{Profile: sidetree.OrbProfile(""), AnchorOrigin: "http://127.0.0.1"})
+	id, create, err := w.Create(wallet.AddServices(wallet.Service{ID: "home", Type: "LinkedDomains", Endpoint: "https://example.com"}))
+	require.NoError(t, err)
+	post := func(req []byte) {
+		t.Helper()
+		code, body, err := newClient(orbAddr).post(req)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, code, string(body))
+	}
+	post(create)
+	same := func(step string, previous string) orbResult {
+		t.Helper()
+		var atOrb orbResult
+		anchordtest.Eventually(t, time.Minute, 200*time.Millisecond, func() bool {
+			atOrb = orbResolve(t, "did:orb:uAAA:"+id.Suffix)
+			return atOrb.status == http.StatusOK && atOrb.canonical != "" && atOrb.version != previous
+		}, "%s: Orb has anchored it", step)
+		anchordtest.Eventually(t, time.Minute, 200*time.Millisecond, func() bool {
+			return resolveOrb(t, d, "did:orb:uAAA:"+id.Suffix).version == atOrb.version
+		}, "%s: anchord has Orb's anchor", step)
+		for _, name := range append([]string{"did:orb:uAAA:" + id.Suffix}, atOrb.equivalent...) {
+			want, got := orbResolve(t, name), resolveOrb(t, d, name)
+			require.Equal(t, http.StatusOK, got.status, "%s: %s at anchord", step, name)
+			require.Equal(t, want, got, "%s: %s at anchord as at Orb", step, name)
+		}
+		return atOrb
+	}
+	created := same("create", "")
+	update, err := w.Update(id, wallet.AddServices(wallet.Service{ID: "moved", Type: "LinkedDomains", Endpoint: "https://example.org"}))
+	require.NoError(t, err)
+	post(update)
+	updated := same("update", created.version)
+	require.Contains(t, updated.document, "https://example.org")
+	require.Equal(t, created.canonical, updated.canonical, "an update keeps the canonical name")
+	recover, err := w.Recover(id, wallet.AddServices(wallet.Service{ID: "recovered", Type: "LinkedDomains", Endpoint: "https://example.net"}))
+	require.NoError(t, err)
+	post(recover)
+	recovered := same("recover", updated.version)
+	require.NotEqual(t, created.canonical, recovered.canonical, "a recover moves it")
+	want, got := orbResolve(t, created.canonical), resolveOrb(t, d, created.canonical)
+	require.Equal(t, http.StatusOK, got.status, "the first anchor is an ancestor")
+	require.Equal(t, want, got)
 }

@@ -8,11 +8,13 @@ import (
 	"github.com/anchord/anchord/internal/store"
 )
 
-// resolveOrb renders a DID parsed under did:orb's names. The names come from the anchors: the
-// canonical name is the hash of the anchor of the DID's last applied operation, and a name that
-// carries another anchor hash resolves only when that anchor holds an earlier operation of the
-// DID (Orb's verifyCID: an ancestor resolves; an anchor this domain does not know, which may be
-// newer than what it has, is not found).
+// resolveOrb renders a DID parsed under did:orb's names as Orb's resolver does. The canonical
+// name is the hash of the anchor of the DID's create or of its latest applied recover (an update
+// or a deactivate does not move it; versionId, the hash of the anchor of the last applied
+// operation, does). A name that carries another anchor hash resolves only when that anchor holds
+// an operation of the DID at or before the canonical one (Orb's verifyCID walks the DID's anchors
+// back from the canonical anchor); an anchor this domain does not know, which may be newer than
+// what it has, is not found.
 func (r *Resolver) resolveOrb(ctx context.Context, d *sidetree.DID, st *sidetree.State, anchors *anchorCache, meta sidetree.Metadata) ([]byte, sidetree.ResolutionStatus, error) {
 	if st != nil && st.Published && meta.Created.IsZero() {
 		// Orb's resolution always carries created, updated and versionId.
@@ -29,18 +31,25 @@ func (r *Resolver) resolveOrb(ctx context.Context, d *sidetree.DID, st *sidetree
 		body, status := sidetree.RenderResolutionWithMetadata(d, st, meta)
 		return body, status, nil
 	}
-	last, err := anchors.get(ctx, int64(st.LastSequence))
+	canonicalSeq := int64(st.CanonicalSequence)
+	canonical, err := anchors.get(ctx, canonicalSeq)
 	if err != nil {
 		return nil, 0, err
 	}
 	// An anchor of this domain gets its hashlink when it is published to followers, moments
 	// after it is indexed; until then the DID has no canonical name yet.
+	if ref := sidetree.OrbAnchorHash(canonical.Hashlink); ref != "" {
+		meta.CanonicalRef, meta.EquivalentRefs = ref, []string{canonical.Hashlink}
+	}
+	last, err := anchors.get(ctx, int64(st.LastSequence))
+	if err != nil {
+		return nil, 0, err
+	}
 	if ref := sidetree.OrbAnchorHash(last.Hashlink); ref != "" {
-		// Orb's versionId is the anchor's hash too.
-		meta.CanonicalRef, meta.EquivalentRefs, meta.VersionID = ref, []string{last.Hashlink}, ref
+		meta.VersionID = ref // Orb's versionId is the anchor's hash
 	}
 	if want := d.AnchorHash(); want != "" && want != meta.CanonicalRef {
-		ok, err := r.isAncestor(ctx, anchors, d.Suffix, want)
+		ok, err := r.isAncestor(ctx, anchors, d.Suffix, want, canonicalSeq)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -52,15 +61,16 @@ func (r *Resolver) resolveOrb(ctx context.Context, d *sidetree.DID, st *sidetree
 	return body, status, nil
 }
 
-// isAncestor reports whether the anchor with hash want holds an operation of the DID.
-func (r *Resolver) isAncestor(ctx context.Context, anchors *anchorCache, suffix, want string) (bool, error) {
+// isAncestor reports whether the anchor with hash want holds an operation of the DID anchored
+// at or before the canonical anchor (sequence canonicalSeq).
+func (r *Resolver) isAncestor(ctx context.Context, anchors *anchorCache, suffix, want string, canonicalSeq int64) (bool, error) {
 	rows, err := r.st.DIDOperationList(ctx, suffix)
 	if err != nil {
 		return false, fmt.Errorf("resolve %s: %w", suffix, err)
 	}
 	seen := map[int64]bool{}
 	for _, row := range rows {
-		if seen[row.AnchorSeq] {
+		if seen[row.AnchorSeq] || row.AnchorSeq > canonicalSeq {
 			continue
 		}
 		seen[row.AnchorSeq] = true

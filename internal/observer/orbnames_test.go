@@ -76,6 +76,9 @@ func TestResolveOrbNames(t *testing.T) {
 		_, status = resolve("did:orb:" + unknown + ":" + id.Suffix)
 		require.Equal(t, sidetree.ResolutionNotFound, status, "a newer anchor than this domain knows")
 
+		// An update moves versionId, not the canonical name (Orb's applier keeps a create's or
+		// recover's reference); the update's anchor is newer than the canonical one, so a name
+		// carrying it is not found, as at Orb.
 		update, err := b.wallet.Update(id)
 		require.NoError(t, err)
 		a2 := b.anchorOps(t, update)
@@ -83,26 +86,41 @@ func TestResolveOrbNames(t *testing.T) {
 		require.NoError(t, err)
 		h2, hl2 := hashlinkOf("anchor 2")
 		require.NoError(t, st.AnchorMarkPublished(ctx, a2.Seq, hl2))
-		canonical2 := "did:orb:" + h2 + ":" + id.Suffix
-		for _, name := range []string{canonical1, canonical2, "did:orb:uAAA:" + id.Suffix} {
+		meta, status = resolve(canonical1)
+		require.Equal(t, sidetree.ResolutionFound, status)
+		require.Equal(t, canonical1, meta["canonicalId"])
+		require.Equal(t, h2, meta["versionId"], "Orb's versionId is the hash of the last operation's anchor")
+		_, status = resolve("did:orb:" + h2 + ":" + id.Suffix)
+		require.Equal(t, sidetree.ResolutionNotFound, status, "an anchor after the canonical one")
+		body, status, err := r.ResolveVersion(ctx, canonical1, h1, time.Time{})
+		require.NoError(t, err)
+		require.Equal(t, sidetree.ResolutionFound, status)
+		require.Contains(t, string(body), `"versionId":"`+h1+`"`, "?versionId= takes the anchor hash")
+		require.Contains(t, string(body), `"nextVersionId":"`+h2+`"`)
+
+		// A recover moves the canonical name; the earlier anchors are its ancestors.
+		recover, err := b.wallet.Recover(id)
+		require.NoError(t, err)
+		a3 := b.anchorOps(t, recover)
+		_, err = o.runOnce(ctx)
+		require.NoError(t, err)
+		h3, hl3 := hashlinkOf("anchor 3")
+		require.NoError(t, st.AnchorMarkPublished(ctx, a3.Seq, hl3))
+		canonical3 := "did:orb:" + h3 + ":" + id.Suffix
+		for _, name := range []string{canonical1, "did:orb:" + h2 + ":" + id.Suffix, canonical3, "did:orb:uAAA:" + id.Suffix} {
 			meta, status = resolve(name)
 			require.Equal(t, sidetree.ResolutionFound, status, name)
-			require.Equal(t, canonical2, meta["canonicalId"], "%s: an ancestor's name resolves to the latest", name)
+			require.Equal(t, canonical3, meta["canonicalId"], "%s: an ancestor's name resolves to the latest", name)
+			require.Equal(t, []any{canonical3, "did:orb:" + hl3 + ":" + id.Suffix}, meta["equivalentId"])
 		}
 		_, status = resolve("did:orb:" + unknown + ":" + id.Suffix)
 		require.Equal(t, sidetree.ResolutionNotFound, status)
 
 		// The full resolution (DID Resolution metadata) names it the same way.
-		body, status, err := r.ResolveVersion(ctx, canonical1, "", time.Time{})
+		body, status, err = r.ResolveVersion(ctx, canonical1, "", time.Time{})
 		require.NoError(t, err)
 		require.Equal(t, sidetree.ResolutionFound, status)
-		require.Contains(t, string(body), `"canonicalId":"`+canonical2+`"`)
-		require.Contains(t, string(body), `"versionId":"`+h2+`"`, "Orb's versionId is the anchor hash")
-		body, status, err = r.ResolveVersion(ctx, canonical2, h1, time.Time{})
-		require.NoError(t, err)
-		require.Equal(t, sidetree.ResolutionFound, status)
-		require.Contains(t, string(body), `"canonicalId":"`+canonical1+`"`, "the version at the first anchor")
-		require.Contains(t, string(body), `"nextVersionId":"`+h2+`"`)
+		require.Contains(t, string(body), `"canonicalId":"`+canonical3+`"`)
 		_, status, err = r.ResolveVersion(ctx, "did:orb:"+unknown+":"+id.Suffix, "", time.Time{})
 		require.NoError(t, err)
 		require.Equal(t, sidetree.ResolutionNotFound, status)
@@ -112,7 +130,7 @@ func TestResolveOrbNames(t *testing.T) {
 		require.NoError(t, err)
 		_, status = resolve("did:orb:uAAA:" + other.Suffix)
 		require.Equal(t, sidetree.ResolutionNotFound, status)
-		_, status = resolve(canonical2[:len(canonical2)-len(id.Suffix)] + other.Suffix)
+		_, status = resolve(canonical3[:len(canonical3)-len(id.Suffix)] + other.Suffix)
 		require.Equal(t, sidetree.ResolutionNotFound, status)
 		op, err := sidetree.ParseOperation(otherCreate, p)
 		require.NoError(t, err)
