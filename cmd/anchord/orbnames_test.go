@@ -127,6 +127,33 @@ func TestOrbNamesAcrossDomains(t *testing.T) {
 		}
 	}
 
+	// Orb's DID discovery asks a domain's WebFinger about a DID: the anchor origin, the
+	// resolution URL and the canonical anchor's hashlink, which B knows as A does.
+	first := canonical(a, ids[0])
+	for _, d := range []*relayDomain{a, b} {
+		resp, err := http.Get("http://" + d.addr + "/.well-known/webfinger?resource=" + first.canonical)
+		require.NoError(t, err)
+		var jrd struct {
+			Properties map[string]any `json:"properties"`
+			Links      []struct {
+				Rel, Type, Href string
+			} `json:"links"`
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&jrd))
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Equal(t, "http://"+a.addr, jrd.Properties["https://trustbloc.dev/ns/anchor-origin"])
+		require.Len(t, jrd.Links, 3)
+		require.Equal(t, "http://"+d.addr+"/sidetree/v1/identifiers/"+first.canonical, jrd.Links[0].Href)
+		require.Equal(t, "via", jrd.Links[1].Rel)
+		require.Equal(t, strings.TrimSuffix(strings.TrimPrefix(first.equivalent[1], "did:orb:"), ":"+ids[0].Suffix), jrd.Links[1].Href)
+		require.Equal(t, d.actor, jrd.Links[2].Href)
+	}
+	resp, err := http.Get("http://" + a.addr + "/.well-known/webfinger?resource=did:orb:uAAA:" + plainSuffix(t, plain))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "a DID A does not hold")
+
 	// An update reaches B and moves versionId, not the canonical name (as at Orb); a recover
 	// moves the canonical name, and the old one, an ancestor, still resolves to the new one.
 	before := canonical(b, ids[0])
@@ -222,4 +249,12 @@ func TestOrbDIDNamesAtAnAnchordFollower(t *testing.T) {
 	want, got := orbResolve(t, created.canonical), resolveOrb(t, d, created.canonical)
 	require.Equal(t, http.StatusOK, got.status, "the first anchor is an ancestor")
 	require.Equal(t, want, got)
+}
+
+// plainSuffix returns the suffix of a create request's DID.
+func plainSuffix(t *testing.T, create []byte) string {
+	t.Helper()
+	op, err := sidetree.ParseOperation(create, sidetree.DefaultProfile())
+	require.NoError(t, err)
+	return op.Suffix
 }

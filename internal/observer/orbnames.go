@@ -89,3 +89,24 @@ func (r *Resolver) isAncestor(ctx context.Context, anchors *anchorCache, suffix,
 func (r *Resolver) orbAnchors() *anchorCache {
 	return &anchorCache{st: r.st, seen: map[int64]store.Anchor{}}
 }
+
+// OrbInfo returns what Orb's DID discovery asks an anchor origin about a did:orb DID: the
+// anchor origin the DID declares (or the other domain that anchored its last operation; "" when
+// it was anchored here) and the hashlink of its canonical anchor. ok is false for a DID this
+// domain does not hold, or holds without a canonical anchor yet, or under another name than
+// did:orb's.
+func (r *Resolver) OrbInfo(ctx context.Context, did string) (origin, anchor string, ok bool, err error) {
+	d, err := sidetree.ParseDID(r.profile, did)
+	if err != nil || !d.IsOrb() {
+		return "", "", false, nil
+	}
+	st, err := r.State(ctx, d.Suffix)
+	if err != nil || st == nil || !st.Published {
+		return "", "", false, err
+	}
+	a, err := r.orbAnchors().get(ctx, int64(st.CanonicalSequence))
+	if err != nil || a.Hashlink == "" {
+		return "", "", false, err
+	}
+	return st.Origin(), a.Hashlink, true, nil
+}
