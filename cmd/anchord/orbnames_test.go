@@ -258,3 +258,47 @@ func plainSuffix(t *testing.T, create []byte) string {
 	require.NoError(t, err)
 	return op.Suffix
 }
+
+// TestOrbDIDDiscovery: C, with --enable-did-discovery, follows nobody. A name of one of A's DIDs
+// that says where it lives (a domain hint, or the hashlink with its link) is not found at C at
+// first, and C asks A's WebFinger, fetches the anchor and its files from A and applies it: a
+// retry finds the DID with A's document and names. A bare canonical name says nowhere to look
+// and is not discovered, as at Orb; B, without the flag, never finds the DID.
+func TestOrbDIDDiscovery(t *testing.T) {
+	t.Parallel()
+	a := startDomain(t, "A", "--did-method", "orb")
+	b := startDomain(t, "B", "--did-method", "orb")
+	c := startDomainEnv(t, "C", []string{"DID_DISCOVERY_ENABLED=true"}, "--did-method", "orb")
+
+	w := wallet.New(wallet.Config{Profile: sidetree.OrbProfile(""), AnchorOrigin: "http://" + a.addr})
+	// One DID at a time, each in its own anchor: discovering an anchor applies every DID in it.
+	for i := range 2 {
+		id, req, err := w.Create(wallet.AddServices(wallet.Service{ID: "home", Type: "LinkedDomains", Endpoint: "https://example.com"}))
+		require.NoError(t, err)
+		code, body, err := a.api.post(req)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, code, string(body))
+		var atA orbResult
+		anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
+			atA = resolveOrb(t, a, "did:orb:uAAA:"+id.Suffix)
+			return atA.status == http.StatusOK && atA.canonical != ""
+		}, "A names %s canonically", id.Suffix)
+		hash := strings.TrimSuffix(strings.TrimPrefix(atA.canonical, "did:orb:"), ":"+id.Suffix)
+		require.Equal(t, http.StatusNotFound, resolveOrb(t, c, atA.canonical).status, "a bare name says nowhere to look")
+
+		name := "did:orb:http:" + a.addr + ":" + hash + ":" + id.Suffix // a domain hint
+		if i == 1 {
+			name = atA.equivalent[1] // the hashlink with its link to A's /cas
+		}
+		var got orbResult
+		anchordtest.Eventually(t, time.Minute, 200*time.Millisecond, func() bool {
+			got = resolveOrb(t, c, name)
+			return got.status == http.StatusOK
+		}, "C discovers %s", name)
+		want := resolveOrb(t, a, name)
+		require.Equal(t, want, got, "C resolves %s as A does", name)
+		require.Equal(t, atA.canonical, resolveOrb(t, c, atA.canonical).canonical, "and by its canonical name from then on")
+		require.Equal(t, http.StatusNotFound, resolveOrb(t, b, name).status, "B does not discover")
+	}
+	require.Positive(t, c.api.metric(t, `anchord_relay_anchors_total{outcome="applied"}`))
+}

@@ -213,6 +213,10 @@ type FederationConfig struct {
 	// ExternalEndpoint is the domain's public base URL; the actor is
 	// <external-endpoint>/services/anchord. Empty means http://<host-url>.
 	ExternalEndpoint string
+	// EnableDIDDiscovery (did:orb profile): a DID not held here, asked for under a name that
+	// says where it lives, is looked up at that domain and its anchor fetched (Orb's DID
+	// discovery).
+	EnableDIDDiscovery bool
 	// PageSize is the size of the pages of the ActivityPub collections.
 	PageSize int
 	// MaxClockSkew bounds how far a signed request's Date may be from our clock.

@@ -80,6 +80,7 @@ func (c *Config) params() []param.Param {
 		param.Secret(&c.AuthTokens, "auth-tokens", "the tokens those definitions name: name=secret, comma-separated").Env("ORB_AUTH_TOKENS"),
 		param.String(&c.CASType, "cas-type", "where batch files live besides the database: local, or ipfs (also added to the node at --ipfs-url, and read from it when missing here)"),
 		param.Secret(&c.IPFSURL, "ipfs-url", "RPC API of the IPFS (Kubo) node for --cas-type ipfs, e.g. http://127.0.0.1:5001"),
+		param.Bool(&c.Federation.EnableDIDDiscovery, "enable-did-discovery", "did:orb profile: on a miss for a name with a domain hint or a hashlink link, ask that domain's WebFinger for the DID and apply its anchor (Orb's DID discovery); the first resolution answers not found, a retry finds it").Env("DID_DISCOVERY_ENABLED"),
 		param.String(&c.Federation.ExternalEndpoint, "external-endpoint", "public base URL of this domain; its ActivityPub actor is <external-endpoint>/services/anchord (empty: http://<host-url>)").Env("ORB_EXTERNAL_ENDPOINT"),
 		param.Int(&c.Federation.PageSize, "activitypub-page-size", "items per page of the ActivityPub collections").Env("ACTIVITYPUB_PAGE_SIZE"),
 		param.Duration(&c.Federation.MaxClockSkew, "max-clock-skew", "how far the Date of a signed request from another domain may be from our clock").Env("MAX_CLOCK_SKEW"),

@@ -26,6 +26,9 @@ func (r *Resolver) resolveOrb(ctx context.Context, d *sidetree.DID, st *sidetree
 	}
 	if st == nil || !st.Published {
 		if d.AnchorHash() != "" && !d.IsLongForm() {
+			if miss := r.miss.Load(); miss != nil && st == nil {
+				(*miss)(d.Name())
+			}
 			return nil, sidetree.ResolutionNotFound, nil
 		}
 		body, status := sidetree.RenderResolutionWithMetadata(d, st, meta)
@@ -110,3 +113,7 @@ func (r *Resolver) OrbInfo(ctx context.Context, did string) (origin, anchor stri
 	}
 	return st.Origin(), a.Hashlink, true, nil
 }
+
+// SetMissFunc sets what a did:orb resolution of a DID this domain does not hold, under a name
+// that carries an anchor, calls with the name (DID discovery); it must not block.
+func (r *Resolver) SetMissFunc(fn func(did string)) { r.miss.Store(&fn) }

@@ -52,6 +52,15 @@ func (d *DID) AnchorHash() string {
 	return d.orb.anchor
 }
 
+// Name returns the DID as given, without a long form's initial state: under did:orb's names
+// the hint stays (did:orb:https:<domain>:<hash>:<suffix>), elsewhere it is the short form.
+func (d *DID) Name() string {
+	if d.orb != nil && d.orb.given != "" {
+		return d.orb.given
+	}
+	return d.ShortForm()
+}
+
 // IsOrb reports whether the DID was parsed under did:orb's names.
 func (d *DID) IsOrb() bool { return d.orb != nil }
 
