@@ -10,6 +10,7 @@ package config
 import (
 	"log/slog"
 	"net"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -216,6 +217,10 @@ type FederationConfig struct {
 	// ExternalEndpoint is the domain's public base URL; the actor is
 	// <external-endpoint>/services/anchord. Empty means http://<host-url>.
 	ExternalEndpoint string
+	// EnableDIDDiscovery (did:orb profile): a DID not held here, asked for under a name that
+	// says where it lives, is looked up at that domain and its anchor fetched (Orb's DID
+	// discovery).
+	EnableDIDDiscovery bool
 	// PageSize is the size of the pages of the ActivityPub collections.
 	PageSize int
 	// MaxClockSkew bounds how far a signed request's Date may be from our clock.
@@ -293,6 +298,16 @@ type WitnessLogConfig struct {
 	// checkpoint must satisfy before the proof monitor and the log consistency monitor accept
 	// it; empty: the domain's signature suffices.
 	MonitorPolicyFile string
+}
+
+// orbDomain is this domain as Orb names it in unpublished DIDs: "<scheme>:<host>" of the
+// external endpoint (Orb writes "https:" + host, or "http:" + host in its development mode).
+func (c *Config) orbDomain() string {
+	u, err := url.Parse(c.ExternalEndpointURL())
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + ":" + u.Host
 }
 
 // ExternalEndpointURL is --external-endpoint, or http://<host-url> when it is empty (a host-url
@@ -438,9 +453,27 @@ func (c *Config) Redelivery() pubsub.RedeliveryConfig {
 }
 
 // SidetreeProfile returns the validation profile the configuration selects.
+//
+// The method "orb" (also written "did:orb", as Orb's DID_NAMESPACE is) selects did:orb's
+// profile: Orb's protocol v1.0 parameters and names (sidetree.OrbProfile), whose signature
+// algorithms are Orb's; --signature-algorithms then only narrows them.
 func (c *Config) SidetreeProfile() sidetree.Profile {
+	method := strings.TrimPrefix(c.DIDMethod, "did:")
+	if method == sidetree.OrbMethod {
+		p := sidetree.OrbProfile(c.orbDomain())
+		p.MaxOperationsPerDID, p.MaxDocumentBytes = c.MaxOperationsPerDID, c.MaxDocumentBytes
+		if algs := c.SignatureAlgorithms; algs != "" && algs != string(sidetree.ES256K) {
+			p.Algorithms = nil
+			for _, a := range strings.Split(algs, ",") {
+				if a = strings.TrimSpace(a); a != "" {
+					p.Algorithms = append(p.Algorithms, sidetree.Algorithm(a))
+				}
+			}
+		}
+		return p
+	}
 	p := sidetree.Profile{
-		Method: c.DIDMethod, MaxDeltaSize: sidetree.MaxDeltaSizeDefault,
+		Method: method, MaxDeltaSize: sidetree.MaxDeltaSizeDefault,
 		MaxOperationsPerDID: c.MaxOperationsPerDID, MaxDocumentBytes: c.MaxDocumentBytes,
 		OrbBatchFiles: c.DIDMethod == "orb" || strings.HasPrefix(c.DIDMethod, "orb:"),
 	}

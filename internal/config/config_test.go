@@ -17,6 +17,7 @@ import (
 	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/logmonitor"
 	"github.com/anchord/anchord/internal/param"
+	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/witness"
 )
 
@@ -60,6 +61,33 @@ func TestLoadLimits(t *testing.T) {
 	d := Default()
 	require.Equal(t, httpapi.MaxConnectionsDefault, d.HTTP.MaxConnections)
 	require.Zero(t, d.HTTP.RateLimit, "rate limiting is off by default")
+}
+
+func TestLoadOrbProfile(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{[]string{"--did-method", "orb", "--external-endpoint", "https://anchord.example.com"}, nil},
+		{nil, map[string]string{"DID_NAMESPACE": "did:orb", "ORB_EXTERNAL_ENDPOINT": "https://anchord.example.com"}},
+		{nil, map[string]string{"DID_NAMESPACE": "orb", "ORB_EXTERNAL_ENDPOINT": "https://anchord.example.com/"}},
+	} {
+		c, err := Load(tc.args, env(tc.env), nil)
+		require.NoError(t, err)
+		p := c.SidetreeProfile()
+		require.Equal(t, sidetree.OrbProfile("https:anchord.example.com"), p, "%v %v", tc.args, tc.env)
+		require.Equal(t, 2500, p.MaxOperationSize)
+		require.Equal(t, 1700, p.MaxDeltaSize)
+	}
+	c, err := Load([]string{"--did-method", "orb", "--signature-algorithms", "EdDSA,ES256"}, env(nil), nil)
+	require.NoError(t, err)
+	require.Equal(t, []sidetree.Algorithm{sidetree.EdDSA, sidetree.ES256}, c.SidetreeProfile().Algorithms, "narrowed")
+	_, err = Load([]string{"--did-method", "ion", "--signature-algorithms", "ES256"}, env(nil), nil)
+	require.ErrorContains(t, err, "did-method", "ES256 is did:orb's only")
+	c, err = Load([]string{"--did-method", "ion"}, env(nil), nil)
+	require.NoError(t, err)
+	require.False(t, c.SidetreeProfile().Orb)
 }
 
 func TestLoadAllowedOrigins(t *testing.T) {

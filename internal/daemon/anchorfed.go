@@ -59,6 +59,19 @@ func (c *core) anchorFederation(ctx context.Context, svc *federation.Service, ob
 	if err := c.witnessing(ctx, svc); err != nil {
 		return err
 	}
+	if c.profile.Orb && c.resolver != nil {
+		// Orb's DID discovery asks a DID's anchor origin, through WebFinger, for its latest anchor.
+		svc.RegisterDIDInfo(func(ctx context.Context, did string) (federation.DIDInfo, bool, error) {
+			origin, anchor, ok, err := c.resolver.OrbInfo(ctx, did)
+			return federation.DIDInfo{AnchorOrigin: origin, Anchor: anchor}, ok, err
+		})
+	}
+	if c.profile.Orb && c.resolver != nil && c.cfg.Federation.EnableDIDDiscovery {
+		disc := relay.NewDiscoverer(receiver, svc.Client().Fetch, c.log("did-discovery"))
+		c.resolver.SetMissFunc(disc.Request)
+		// It only queues work for the receiver: it stops with the consumers.
+		c.sup.add(StageConsumers, "did-discovery", disc.Run)
+	}
 	c.onIndexed = append(c.onIndexed, func(r observer.Result) { publisher.Indexed(r.Seq, r.Suffixes) })
 	// Both write only to the database: they stop with the consumers, and whatever they leave
 	// (an anchor not yet published, an anchor still waiting) is taken up at the next start or

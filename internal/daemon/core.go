@@ -59,6 +59,8 @@ type core struct {
 	// obs is the observer once the write path is built; components that complete anchors wake
 	// it.
 	obs *observer.Observer
+	// resolver is the write path's resolver (writePath), for the routes that resolve outside it.
+	resolver *observer.Resolver
 	// onIndexed are told of every anchor the observer indexes (after the commit). Set during
 	// assembly, read only once the supervisor runs.
 	onIndexed []func(observer.Result)

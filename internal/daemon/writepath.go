@@ -52,6 +52,7 @@ func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 		return nil, err
 	}
 	c.obs = obs
+	c.resolver = resolver
 	anchors, err := anchor.NewWriter(anchor.Config{Logger: c.log("anchor"), Registerer: c.reg}, p.backend)
 	if err != nil {
 		return nil, err

@@ -449,6 +449,10 @@ func xmlEscape(s string) string { return xmlEscaper.Replace(s) }
 // ledger-type property), with our ledger type (peerlog.go says why it is not Orb's).
 func (s *Service) getWebFinger(w http.ResponseWriter, r *http.Request) {
 	res := r.URL.Query().Get("resource")
+	if strings.HasPrefix(res, "did:") {
+		s.getDIDWebFinger(w, r, res)
+		return
+	}
 	switch strings.TrimRight(res, "/") {
 	case s.cfg.ExternalEndpoint, s.actor:
 	default:

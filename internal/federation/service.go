@@ -89,6 +89,8 @@ type Service struct {
 
 	mu       sync.RWMutex
 	handlers map[activity.Type]Handler
+	// didInfo answers WebFinger for did:orb resources (RegisterDIDInfo); nil: it does not.
+	didInfo DIDInfoFunc
 	// answers handle Accepts and Rejects of our activities other than Follow and Invite, by the
 	// type of the activity answered (an Offer's Accept carries a witness's proof).
 	answers map[activity.Type]Handler

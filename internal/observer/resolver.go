@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/store"
@@ -41,6 +42,9 @@ type Resolver struct {
 	// lists reads the rows of concurrent resolutions together when the index is shared with
 	// other instances (no Known): every call reads them, and a round trip each was most of it.
 	lists *group[[]store.DIDOperation]
+
+	// miss is called for a did:orb name of a DID not held here (SetMissFunc); nil: nothing.
+	miss atomic.Pointer[func(did string)]
 
 	mu        sync.Mutex
 	cache     map[string]cachedState
@@ -198,6 +202,10 @@ func (r *Resolver) Resolve(ctx context.Context, did string) ([]byte, sidetree.Re
 	st, err := r.State(ctx, d.Suffix)
 	if err != nil {
 		return nil, 0, err
+	}
+	if d.IsOrb() {
+		// The id is the name asked for, so the rendering is not kept.
+		return r.resolveOrb(ctx, d, st, r.orbAnchors(), sidetree.Metadata{})
 	}
 	if d.IsLongForm() || st == nil {
 		body, status := sidetree.RenderResolution(d, st)

@@ -22,8 +22,9 @@ const nextVersionTries = 8
 // ResolveVersion renders the resolution result of a DID with the DID document metadata DID
 // Resolution defines: created, updated and versionId, and, for a version that is not the latest,
 // nextUpdate and nextVersionId. A version is an anchor: versionId is the CID of the core index
-// file of the anchor that holds the version's last operation (what Orb calls the canonical
-// reference), and its time is when that anchor became final.
+// file of the anchor that holds the version's last operation (under did:orb's names the anchor's
+// hash, Orb's canonical reference, which Orb's versionId is), and its time is when that anchor
+// became final.
 //
 // With versionID set, the DID is resolved from its operations up to and including the anchor
 // with that CID; with versionTime set (and no versionID), from the operations anchored at or
@@ -45,6 +46,9 @@ func (r *Resolver) ResolveVersion(ctx context.Context, did, versionID string, ve
 		if err != nil {
 			return nil, 0, err
 		}
+		if d.IsOrb() {
+			return r.resolveOrb(ctx, d, st, &anchors, meta)
+		}
 		body, status := sidetree.RenderResolutionWithMetadata(d, st, meta)
 		return body, status, nil
 	}
@@ -62,7 +66,7 @@ func (r *Resolver) ResolveVersion(ctx context.Context, did, versionID string, ve
 			return nil, 0, err
 		}
 		if versionID != "" {
-			if a.CoreIndexCID == versionID {
+			if a.CoreIndexCID == versionID || (r.profile.Orb && sidetree.OrbAnchorHash(a.Hashlink) == versionID) {
 				cut = i + 1
 				// Rows of the same anchor are of other operations of no concern here: one
 				// operation per DID per batch.
@@ -89,6 +93,9 @@ func (r *Resolver) ResolveVersion(ctx context.Context, did, versionID string, ve
 	if err := r.next(ctx, &anchors, d.Suffix, rows, cut, st, &meta); err != nil {
 		return nil, 0, err
 	}
+	if d.IsOrb() {
+		return r.resolveOrb(ctx, d, st, &anchors, meta)
+	}
 	body, status := sidetree.RenderResolutionWithMetadata(d, st, meta)
 	return body, status, nil
 }
@@ -110,6 +117,9 @@ func (r *Resolver) next(ctx context.Context, anchors *anchorCache, suffix string
 			return err
 		}
 		meta.NextVersionID, meta.NextUpdate = a.CoreIndexCID, anchorTime(a)
+		if ref := sidetree.OrbAnchorHash(a.Hashlink); r.profile.Orb && ref != "" {
+			meta.NextVersionID = ref
+		}
 		return nil
 	}
 	return nil

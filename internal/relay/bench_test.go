@@ -34,7 +34,7 @@ func BenchmarkPublishLargeAnchor(b *testing.B) {
 				if handed {
 					d.pub.Indexed(next.Seq, suffixes)
 				}
-				_, _, _, _, err := d.pub.build(ctx, next)
+				_, _, _, err := d.pub.build(ctx, next)
 				require.NoError(b, err)
 			}
 		})

@@ -147,11 +147,14 @@ func (p *Publisher) runOnce(ctx context.Context) (PublishResult, error) {
 	start := time.Now()
 	// Built outside the transaction: reading the batch and signing take milliseconds, and on
 	// SQLite a write transaction holds back every other writer.
-	act, link, lsCID, ls, err := p.build(ctx, next)
+	act, lsCID, ls, err := p.build(ctx, next)
 	if err != nil {
 		return PublishResult{}, fmt.Errorf("publish anchor %d: %w", next.Seq, err)
 	}
-	res := PublishResult{Seq: next.Seq, Hashlink: link.Anchor}
+	// The anchor is known by its event's url, the hashlink of the linkset with a link to this
+	// domain's copy: what Orb records as an anchor's identity and names DIDs by (the hash in
+	// did:orb:<hash>:<suffix>), and what the next anchors of its DIDs name as their parent.
+	res := PublishResult{Seq: next.Seq, Hashlink: act.Object.AnchorEvent.URL[0]}
 	err = p.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
 		again, err := tx.AnchorNextToPublish(ctx)
 		if err != nil {
@@ -160,7 +163,7 @@ func (p *Publisher) runOnce(ctx context.Context) (PublishResult, error) {
 		if again.Seq != next.Seq {
 			return errPublishedElsewhere
 		}
-		if err := tx.AnchorMarkPublished(ctx, next.Seq, link.Anchor); err != nil {
+		if err := tx.AnchorMarkPublished(ctx, next.Seq, res.Hashlink); err != nil {
 			return err
 		}
 		if err := p.cas.PutAddressedTx(ctx, tx, lsCID, ls); err != nil {
@@ -181,24 +184,25 @@ func (p *Publisher) runOnce(ctx context.Context) (PublishResult, error) {
 	}
 	p.m.published.Inc()
 	p.m.duration.Observe(time.Since(start).Seconds())
-	p.cfg.Logger.DebugContext(ctx, "anchor published", "seq", next.Seq, "hashlink", link.Anchor, "activity", res.ActivityID)
+	p.cfg.Logger.DebugContext(ctx, "anchor published", "seq", next.Seq, "hashlink", res.Hashlink, "activity", res.ActivityID)
 	p.signal.Signal(res)
 	return res, nil
 }
 
 var errPublishedElsewhere = errors.New("anchor published by another publisher")
 
-// build lays out anchor a's link, its linkset (and the linkset's CID here) and the Create.
-func (p *Publisher) build(ctx context.Context, a store.Anchor) (*activity.Activity, *activity.Link, string, []byte, error) {
+// build lays out anchor a's Create, whose event embeds a's linkset, and the linkset's CID here
+// and bytes.
+func (p *Publisher) build(ctx context.Context, a store.Anchor) (*activity.Activity, string, []byte, error) {
 	id := p.cfg.Identity
 	link, err := p.link(ctx, a)
 	if err != nil {
-		return nil, nil, "", nil, err
+		return nil, "", nil, err
 	}
 	ls := &activity.Linkset{Linkset: []activity.Link{*link}}
 	lsJSON, err := ls.Canonical()
 	if err != nil {
-		return nil, nil, "", nil, err
+		return nil, "", nil, err
 	}
 	lsCID := p.cas.Address(lsJSON)
 	now := time.Now().UTC()
@@ -210,7 +214,7 @@ func (p *Publisher) build(ctx context.Context, a store.Anchor) (*activity.Activi
 		Object:    &activity.Object{AnchorEvent: activity.NewAnchorEvent(activity.NewHashlink(lsJSON, casURL(id.Endpoint, lsCID)), ls)},
 		Published: &now,
 	}
-	return act, link, lsCID, lsJSON, nil
+	return act, lsCID, lsJSON, nil
 }
 
 // link returns anchor a's link: the one fixed when it was offered to witnesses (LinkFunc), or

@@ -32,6 +32,7 @@ func TestPublishInSequenceOnce(t *testing.T) {
 	require.Empty(t, a.publishAll(), "published once")
 
 	var links []*activity.Link
+	var urls []string
 	for i, p := range creates {
 		act := p.act
 		require.Equal(t, activity.TypeCreate, act.Type)
@@ -51,6 +52,7 @@ func TestPublishInSequenceOnce(t *testing.T) {
 		require.Contains(t, string(p.body), `"author":[{"href":"`+a.id.ActorIRI+`"}]`)
 		require.Contains(t, string(p.body), `"profile":[{"href":"`+activity.ProfileOrbV0+`"}]`)
 		links = append(links, link)
+		urls = append(urls, ev.URL[0])
 
 		// The linkset is served from /cas/<cid> under the url's link.
 		h, err := ev.Hashlink()
@@ -60,11 +62,13 @@ func TestPublishInSequenceOnce(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, h.Verify(served))
 
-		// The anchor is marked published under the link's anchor hashlink.
+		// The anchor is marked published under its event's url, the linkset's hashlink with its
+		// link, as Orb knows an anchor; not under the link's anchor (the hash of original).
 		seq := []int64{a1.Seq, a2.Seq}[i]
 		got, err := a.st.AnchorGet(ctx, seq)
 		require.NoError(t, err)
-		require.Equal(t, link.Anchor, got.Hashlink)
+		require.Equal(t, ev.URL[0], got.Hashlink)
+		require.NotEqual(t, link.Anchor, h.Anchor())
 		require.NotNil(t, got.PublishedAt)
 
 		// The credential is signed by the domain key on its did:web.
@@ -85,7 +89,7 @@ func TestPublishInSequenceOnce(t *testing.T) {
 	require.ElementsMatch(t, []activity.SuffixAnchor{{Suffix: x.Suffix}, {Suffix: y.Suffix}}, c1.Operations)
 	c2, err := links[1].AnchorContent()
 	require.NoError(t, err)
-	require.Equal(t, []activity.SuffixAnchor{{Suffix: x.Suffix, Previous: links[0].Anchor}}, c2.Operations)
+	require.Equal(t, []activity.SuffixAnchor{{Suffix: x.Suffix, Previous: urls[0]}}, c2.Operations, "the first anchor's event url, as Orb names a parent")
 	require.Equal(t, a.id.ActorIRI, c2.Author)
 }
 

@@ -233,7 +233,12 @@ func (r *Receiver) applyEvent(ctx context.Context, ev event) (Applied, error) {
 	if err := link.Validate(); err != nil {
 		return Applied{}, invalidf("%v", err)
 	}
-	res := Applied{Hashlink: link.Anchor}
+	// An anchor is known by its event's url (VerifyURL checked it is one hashlink of the
+	// linkset), exactly as its author wrote it: Orb records that string as the anchor's
+	// identity, names DIDs by its hash, and writes it verbatim into the related.up of the next
+	// anchors of the same DIDs, where it is looked up again.
+	key := ae.URL[0]
+	res := Applied{Hashlink: key}
 	author := link.Author.First()
 	if ev.create && author != ev.sender {
 		return res, invalidf("anchor %s is by %s, not by the sender %s", link.Anchor, author, ev.sender)
@@ -241,12 +246,12 @@ func (r *Receiver) applyEvent(ctx context.Context, ev event) (Applied, error) {
 	if hostBase(author) == "" {
 		return res, invalidf("author %q is not an http(s) IRI", author)
 	}
-	if have, err := r.st.AnchorsByHashlink(ctx, []string{link.Anchor}); err != nil {
+	if have, err := r.st.AnchorsByHashlink(ctx, []string{key}); err != nil {
 		return res, err
-	} else if _, ok := have[link.Anchor]; ok {
+	} else if _, ok := have[key]; ok {
 		res.Outcome = outcomeDuplicate
 		if ev.waiting {
-			err = ignoreNotFound(r.st.WaitingAnchorDelete(ctx, link.Anchor))
+			err = ignoreNotFound(r.st.WaitingAnchorDelete(ctx, key))
 		}
 		return res, err
 	}
@@ -275,11 +280,10 @@ func (r *Receiver) applyEvent(ctx context.Context, ev event) (Applied, error) {
 	for _, op := range content.Operations {
 		p := ""
 		if op.Previous != "" {
-			h, err := activity.ParseHashlink(op.Previous)
-			if err != nil {
+			if _, err := activity.ParseHashlink(op.Previous); err != nil {
 				return res, invalidf("previous anchor of %s: %v", op.Suffix, err)
 			}
-			p = h.Anchor()
+			p = op.Previous // the related.up entry, as the parent's event url was written
 			if !seen[p] {
 				seen[p] = true
 				parents = append(parents, p)
@@ -294,7 +298,7 @@ func (r *Receiver) applyEvent(ctx context.Context, ev event) (Applied, error) {
 	for _, p := range parents {
 		if _, ok := have[p]; !ok {
 			res.Outcome = outcomeWaiting
-			return res, r.wait(ctx, ev, link.Anchor, author, p)
+			return res, r.wait(ctx, ev, key, author, p)
 		}
 	}
 
@@ -308,7 +312,7 @@ func (r *Receiver) applyEvent(ctx context.Context, ev event) (Applied, error) {
 	}
 	stale := 0
 	got, err := r.observe(ctx, observer.ForeignAnchor{
-		AnchorString: anchor.String(), CoreIndexCID: anchor.CoreIndexURI, Origin: author, Hashlink: link.Anchor,
+		AnchorString: anchor.String(), CoreIndexCID: anchor.CoreIndexURI, Origin: author, Hashlink: key,
 		Operations: batch.Operations,
 	}, func(ctx context.Context, tx store.Executor, seq int64, ops []sidetree.AnchoredOperation) ([]sidetree.AnchoredOperation, error) {
 		keep, n, err := r.previousAnchorRule(ctx, tx, seq, ops, previous, author)
@@ -322,7 +326,7 @@ func (r *Receiver) applyEvent(ctx context.Context, ev event) (Applied, error) {
 			}
 		}
 		if ev.waiting {
-			if err := ignoreNotFound(tx.WaitingAnchorDelete(ctx, link.Anchor)); err != nil {
+			if err := ignoreNotFound(tx.WaitingAnchorDelete(ctx, key)); err != nil {
 				return nil, err
 			}
 		}
@@ -342,7 +346,7 @@ func (r *Receiver) applyEvent(ctx context.Context, ev event) (Applied, error) {
 		return res, err
 	}
 	res.Outcome, res.Seq, res.Operations, res.Stale = outcomeApplied, got.Seq, got.Operations, stale
-	r.cfg.Logger.DebugContext(ctx, "anchor of another domain applied", "hashlink", link.Anchor, "origin", author, "seq", got.Seq, "operations", got.Operations, "stale", stale)
+	r.cfg.Logger.DebugContext(ctx, "anchor of another domain applied", "hashlink", key, "origin", author, "seq", got.Seq, "operations", got.Operations, "stale", stale)
 	return res, nil
 }
 

@@ -224,7 +224,7 @@ func TestPreviousAnchorRule(t *testing.T) {
 	rows, err := b.st.DIDOperationList(context.Background(), x.Suffix)
 	require.NoError(t, err)
 	require.Len(t, rows, 2, "create and C's update")
-	hl := a2.act.Object.AnchorEvent.Object.Link().Anchor
+	hl := a2.act.Object.AnchorEvent.URL[0]
 	have, err := b.st.AnchorsByHashlink(context.Background(), []string{hl})
 	require.NoError(t, err)
 	require.Contains(t, have, hl)

@@ -41,7 +41,7 @@ func parseDelta(v *jsontree.Value, p Profile, path string) (*Delta, *Error) {
 	if err := onlyMembers(v, []string{"patches", "updateCommitment"}, path); err != nil {
 		return nil, err
 	}
-	patches, err := parsePatches(v.Member("patches"), path+".patches")
+	patches, err := parsePatches(v.Member("patches"), p, path+".patches")
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,9 @@ type DID struct {
 	// Create is the create operation embedded in a long-form DID (nil for short form). It has
 	// passed ParseOperation's checks.
 	Create *Operation
+
+	// orb is set for a DID parsed under did:orb's names (see names.go).
+	orb *orbName
 }
 
 // ShortForm returns did:<method>:<suffix>.
@@ -43,7 +46,12 @@ func ShortFormDID(p Profile, suffix string) string { return "did:" + p.method() 
 // no ':', else the suffix is everything up to the last ':'. Beyond the reference implementation
 // the suffix must be a valid multihash, the initial state must have exactly the members delta and
 // suffixData, and the embedded create must pass ParseOperation (so its delta hash must match).
+//
+// Under did:orb's rules (Profile.Orb) the forms Orb gives out are parsed instead: see names.go.
 func ParseDID(p Profile, did string) (*DID, error) {
+	if p.Orb {
+		return parseOrbDID(p, did)
+	}
 	method := p.method()
 	prefix := "did:" + method + ":"
 	rest, ok := strings.CutPrefix(did, prefix)

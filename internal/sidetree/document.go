@@ -15,6 +15,9 @@ type Document struct {
 	// Services is nil when the document has no "services" member and non-nil (possibly empty)
 	// when it has one; only in the second case does the resolution result carry "service".
 	Services []Service
+	// AlsoKnownAs are the document's alsoKnownAs URIs, in the order added (Orb's
+	// add-also-known-as patch); nil when none.
+	AlsoKnownAs []string
 }
 
 // PublicKey is one entry of a document's publicKeys.

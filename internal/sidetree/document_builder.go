@@ -1,5 +1,7 @@
 package sidetree
 
+import "slices"
+
 // documentBuilder is a Document being patched in place. Each patch costs time in proportion to
 // its own size, never to the document's: entries are indexed by id, and a removal leaves a hole
 // that is compacted away only once holes outnumber live entries. Resolution keeps one builder per
@@ -8,6 +10,10 @@ package sidetree
 type documentBuilder struct {
 	keys     entryList[PublicKey]
 	services entryList[Service]
+	// akas is alsoKnownAs, as Orb's composer keeps it: added URIs go last unless present,
+	// removed ones are filtered out. Only Orb's profile has the patches, and its deltas are
+	// small, so a plain slice does.
+	akas []string
 }
 
 // newDocumentBuilder starts from a copy of doc; doc itself is never modified.
@@ -15,6 +21,7 @@ func newDocumentBuilder(doc Document) *documentBuilder {
 	b := &documentBuilder{}
 	b.keys.reset(doc.PublicKeys)
 	b.services.reset(doc.Services)
+	b.akas = slices.Clone(doc.AlsoKnownAs)
 	return b
 }
 
@@ -51,13 +58,25 @@ func (b *documentBuilder) apply(patches []Patch) {
 			}
 		case PatchRemoveServices:
 			b.services.remove(p.IDs)
+		case PatchAddAlsoKnownAs:
+			for _, u := range p.URIs {
+				if !slices.Contains(b.akas, u) {
+					b.akas = append(b.akas, u)
+				}
+			}
+		case PatchRemoveAlsoKnownAs:
+			b.akas = slices.DeleteFunc(b.akas, func(u string) bool { return slices.Contains(p.URIs, u) })
 		}
 	}
 }
 
 // document returns the current document; later patches do not change it.
 func (b *documentBuilder) document() Document {
-	return Document{PublicKeys: b.keys.values(), Services: b.services.values()}
+	doc := Document{PublicKeys: b.keys.values(), Services: b.services.values()}
+	if len(b.akas) > 0 {
+		doc.AlsoKnownAs = slices.Clone(b.akas)
+	}
+	return doc
 }
 
 // entryID is the id of a document entry.

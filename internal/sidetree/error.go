@@ -42,6 +42,10 @@ const (
 	CodeCommitmentReuse      Code = "commitment_reuse"                                       // a key commits to itself or to a used value
 	CodeInvalidDID           Code = "invalid_did"                                            // not a DID of the configured method
 	CodeInvalidLongFormDID   Code = "invalid_long_form_did"                                  // long-form initial state rejected
+	CodeOperationTooLarge    Code = "operation_exceeds_maximum_size"                         // request above Profile.MaxOperationSize (did:orb)
+	CodeMissingAnchorOrigin  Code = "anchor_origin_missing"                                  // did:orb create or recover without anchorOrigin
+	CodeOperationEarly       Code = "operation_early"                                        // did:orb anchorFrom is in the future
+	CodeOperationExpired     Code = "operation_expired"                                      // did:orb anchorUntil has passed
 )
 
 // Codes of checks against a DID's current state ((*State).Check and CheckLimits).

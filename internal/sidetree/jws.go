@@ -48,15 +48,12 @@ func parseCompactJWSString(s string, p Profile, path string) (*compactJWS, *Erro
 	if err != nil {
 		return nil, Wrap(CodeInvalidJWSHeader, err, "%s protected header", path)
 	}
-	if header.Kind != jsontree.Object || len(header.Members) != 1 || header.Members[0].Name != "alg" {
-		return nil, Errorf(CodeInvalidJWSHeader, "%s protected header must be exactly {\"alg\": ...}", path)
-	}
-	algValue := header.Members[0].Value
-	if algValue.Kind != jsontree.String {
-		return nil, Errorf(CodeInvalidJWSHeader, "%s protected header alg must be a string", path)
+	algValue, herr := headerAlg(&header, p, path)
+	if herr != nil {
+		return nil, herr
 	}
 	alg := Algorithm(algValue.Str)
-	if alg != ES256K && alg != EdDSA || !p.allows(alg) {
+	if alg != ES256K && alg != EdDSA && (alg != ES256 || !p.Orb) || !p.allows(alg) {
 		return nil, Errorf(CodeUnsupportedAlgorithm, "%s: alg %s is not accepted (profile algorithms: %s)", path, jsontree.QuoteExcerpt(algValue.Str), p.algorithmList())
 	}
 	sig, err := decodeBase64URL(sigPart)
@@ -75,6 +72,37 @@ func parseCompactJWSString(s string, p Profile, path string) (*compactJWS, *Erro
 		return nil, Errorf(CodeInvalidSignedData, "%s payload must be a JSON object, not %s", path, payload.TypeName())
 	}
 	return &compactJWS{raw: s, alg: alg, signingInput: s[:last], payload: payload, signature: sig}, nil
+}
+
+// headerAlg checks a protected header's members and returns its alg. The reference
+// implementation allows exactly {"alg"}; Orb's rules (sidetree-go's validateProtectedHeaders)
+// allow a kid beside it, which Orb's clients send.
+func headerAlg(header *jsontree.Value, p Profile, path string) (*jsontree.Value, *Error) {
+	if header.Kind != jsontree.Object {
+		return nil, Errorf(CodeInvalidJWSHeader, "%s protected header must be a JSON object", path)
+	}
+	if !p.Orb {
+		if len(header.Members) != 1 || header.Members[0].Name != "alg" {
+			return nil, Errorf(CodeInvalidJWSHeader, "%s protected header must be exactly {\"alg\": ...}", path)
+		}
+	} else {
+		for _, m := range header.Members {
+			if m.Name != "alg" && m.Name != "kid" {
+				return nil, Errorf(CodeInvalidJWSHeader, "%s: invalid protected header: %s", path, jsontree.QuoteExcerpt(m.Name))
+			}
+		}
+		if kid := header.Member("kid"); kid != nil && kid.Kind != jsontree.String {
+			return nil, Errorf(CodeInvalidJWSHeader, "%s protected header kid must be a string", path)
+		}
+	}
+	alg := header.Member("alg")
+	if alg == nil {
+		return nil, Errorf(CodeInvalidJWSHeader, "%s: algorithm must be present in the protected header", path)
+	}
+	if alg.Kind != jsontree.String {
+		return nil, Errorf(CodeInvalidJWSHeader, "%s protected header alg must be a string", path)
+	}
+	return alg, nil
 }
 
 // exactMembers checks that obj has exactly the named members, and perhaps some of the optional

@@ -19,6 +19,7 @@ const coordinateLength = 43
 // signingKey is a revealed update or recovery key: the JWK inside a JWS payload.
 type signingKey struct {
 	alg       Algorithm
+	crv       string // the JWK's crv: what verification goes by under Orb's rules
 	canonical []byte // JCS of the JWK: the input of reveal values and commitments
 	x, y      string // base64url coordinates; y is empty for Ed25519
 	// opens is commitmentOfCanonical(canonical), computed once at parse: intake and resolution
@@ -36,6 +37,9 @@ func parseSigningKey(v *jsontree.Value, p Profile, headerAlg Algorithm, path str
 	}
 	if v.Kind != jsontree.Object {
 		return nil, Errorf(CodeInvalidKey, "%s must be a JWK object, not %s", path, v.TypeName())
+	}
+	if p.Orb {
+		return parseOrbSigningKey(v, path)
 	}
 	kty := v.Member("kty")
 	k := &signingKey{}
@@ -120,6 +124,13 @@ func (k *signingKey) verify(signingInput string, sig []byte) *Error {
 }
 
 func (k *signingKey) verifyUncached(signingInput string, sig []byte) *Error {
+	if k.crv == crvP256 || k.crv == crvP384 {
+		x, err := decodeBase64URL(k.x)
+		if err != nil {
+			return Errorf(CodeInvalidKey, "key x is not base64url")
+		}
+		return k.verifyNIST(x, sig, signingInput)
+	}
 	x, errX := decodeBase64URL(k.x)
 	if errX != nil || len(x) != 32 {
 		return Errorf(CodeInvalidKey, "key x is not 32 bytes of base64url")
@@ -200,7 +211,7 @@ func (s *verifiedSet) add(id [sha256.Size]byte) {
 func verifiedID(k *signingKey, signingInput string, sig []byte) [sha256.Size]byte {
 	h := sha256.New()
 	var n [4]byte
-	for _, part := range [][]byte{[]byte(k.alg), []byte(k.x), []byte(k.y), []byte(signingInput), sig} {
+	for _, part := range [][]byte{[]byte(k.alg), []byte(k.crv), []byte(k.x), []byte(k.y), []byte(signingInput), sig} {
 		binary.BigEndian.PutUint32(n[:], uint32(len(part)))
 		h.Write(n[:])
 		h.Write(part)

@@ -1,7 +1,9 @@
 package sidetree
 
 import (
+	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/anchord/anchord/internal/sidetree/jsontree"
 )
@@ -62,6 +64,9 @@ type Operation struct {
 	// AnchorOrigin is the anchorOrigin a create (in suffixData) or a recover (in its signed
 	// payload) declares, as Orb's clients send it; "" when absent.
 	AnchorOrigin string
+	// AnchorFrom and AnchorUntil are the signed validity window (Unix seconds) of an update,
+	// recover or deactivate under Orb's rules; 0 when absent.
+	AnchorFrom, AnchorUntil int64
 
 	key *signingKey
 	jws *compactJWS
@@ -93,12 +98,48 @@ const (
 // reference implementation's property whitelists and value rules, the delta size limit, the
 // compact JWS rules, the reveal value, the signature against the key in the JWS payload, the
 // delta hash, and core-go's commitment-reuse rules. Every rejection is an *Error.
+//
+// Under Orb's rules (Profile.Orb) it also applies Orb's intake checks: the request's size, an
+// anchorOrigin on every create and recover, and the signed anchorFrom/anchorUntil window
+// against the current time.
 func ParseOperation(body []byte, p Profile) (*Operation, error) {
+	if p.MaxOperationSize > 0 && len(body) > p.MaxOperationSize {
+		return nil, Errorf(CodeOperationTooLarge, "operation size[%d] exceeds maximum operation size[%d]", len(body), p.MaxOperationSize)
+	}
 	op, err := parseOperation(body, p, modeRequest)
 	if err != nil {
 		return nil, err
 	}
+	if p.Orb {
+		if err := op.checkOrbIntake(time.Now()); err != nil {
+			return nil, err
+		}
+	}
 	return op, nil
+}
+
+// checkOrbIntake applies what Orb's parser checks of a request and not of an anchored
+// operation: anchorOrigin must be specified on a create or recover (its validator refuses nil
+// before it consults the allowed origins), and now must lie in [anchorFrom, anchorUntil), where
+// an anchorFrom alone stays valid for OrbAnchorWindow seconds.
+func (op *Operation) checkOrbIntake(now time.Time) *Error {
+	if (op.Type == OperationCreate || op.Type == OperationRecover) && op.AnchorOrigin == "" {
+		return Errorf(CodeMissingAnchorOrigin, "anchor origin must be specified")
+	}
+	from, until := op.AnchorFrom, op.AnchorUntil
+	if from == 0 && until == 0 {
+		return nil
+	}
+	if from != 0 && until == 0 {
+		until = from + OrbAnchorWindow
+	}
+	if from > now.Unix() {
+		return Errorf(CodeOperationEarly, "operation early: anchorFrom %d is after the server time %d", from, now.Unix())
+	}
+	if until <= now.Unix() {
+		return Errorf(CodeOperationExpired, "operation expired: anchorUntil %d is not after the server time %d", until, now.Unix())
+	}
+	return nil
 }
 
 func parseOperation(body []byte, p Profile, mode parseMode) (*Operation, *Error) {
@@ -297,6 +338,10 @@ func (op *Operation) parsePayload(members []string, p Profile) *Error {
 		// Orb's clients may declare the DID's anchor origin anew when they recover it.
 		optional = []string{"anchorOrigin"}
 	}
+	if p.Orb {
+		// Orb's signed data may bound when the operation may be anchored.
+		optional = append(optional, "anchorFrom", "anchorUntil")
+	}
 	if err := exactMembers(payload, members, optional, CodeInvalidSignedData, path); err != nil {
 		return err
 	}
@@ -314,6 +359,14 @@ func (op *Operation) parsePayload(members []string, p Profile) *Error {
 	if op.key, err = parseSigningKey(payload.Member(keyName), p, op.jws.alg, path+"."+keyName); err != nil {
 		return err
 	}
+	if p.Orb {
+		if op.AnchorFrom, err = anchorTime(payload.Member("anchorFrom"), path+".anchorFrom"); err != nil {
+			return err
+		}
+		if op.AnchorUntil, err = anchorTime(payload.Member("anchorUntil"), path+".anchorUntil"); err != nil {
+			return err
+		}
+	}
 	if op.Type == OperationDeactivate {
 		return nil
 	}
@@ -329,6 +382,21 @@ func (op *Operation) parsePayload(members []string, p Profile) *Error {
 		}
 	}
 	return nil
+}
+
+// anchorTime reads an optional anchorFrom or anchorUntil: Unix seconds, a non-negative integer.
+func anchorTime(v *jsontree.Value, path string) (int64, *Error) {
+	if v == nil {
+		return 0, nil
+	}
+	if v.Kind != jsontree.Number {
+		return 0, Errorf(CodeInvalidSignedData, "%s must be a number of Unix seconds", path)
+	}
+	n, err := strconv.ParseInt(v.Str, 10, 64)
+	if err != nil || n < 0 {
+		return 0, Errorf(CodeInvalidSignedData, "%s must be a non-negative integer of Unix seconds", path)
+	}
+	return n, nil
 }
 
 // checkRequest runs the intake checks the reference implementation leaves to resolution time:

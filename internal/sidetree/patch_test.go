@@ -12,7 +12,7 @@ func parsePatchesJSON(t *testing.T, s string) []Patch {
 	t.Helper()
 	v, err := jsontree.Parse([]byte(s))
 	require.NoError(t, err)
-	patches, perr := parsePatches(&v, "patches")
+	patches, perr := parsePatches(&v, DefaultProfile(), "patches")
 	require.Nil(t, perr)
 	return patches
 }

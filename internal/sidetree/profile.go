@@ -11,10 +11,12 @@ import (
 type Algorithm string
 
 // Supported signature algorithms. ES256K (secp256k1) is Sidetree's and ION's; EdDSA (Ed25519)
-// is an opt-in profile option.
+// is an opt-in profile option; ES256 is did:orb's (OrbProfile), where it names P-256 and P-384
+// signatures alike, as Orb's clients send them.
 const (
 	ES256K Algorithm = "ES256K"
 	EdDSA  Algorithm = "EdDSA"
+	ES256  Algorithm = "ES256"
 )
 
 // Profile defaults.
@@ -52,6 +54,51 @@ type Profile struct {
 	// link), not by a bare CID; and a proof file lists the signedData JWS strings themselves,
 	// not {"signedData"} objects. Readers then take proofs only in that form, as Orb does.
 	OrbBatchFiles bool
+
+	// Orb selects did:orb's rules (OrbProfile): Orb's JWKs and JWS headers, patches, anchor
+	// times, a required anchorOrigin, and its DID names (see names.go). False: the reference
+	// implementation's rules, unchanged.
+	Orb bool
+	// MaxOperationSize bounds an operation request in bytes as received (Orb's
+	// MaxOperationSize); 0: no bound beyond the HTTP body limit.
+	MaxOperationSize int
+	// Patches lists the patch actions accepted; empty: the reference implementation's five
+	// (replace, add/remove-public-keys, add/remove-services).
+	Patches []PatchAction
+	// Domain is this domain as Orb writes it into the names of unpublished DIDs
+	// ("https:<host>", "http:<host>" for a plain-HTTP domain); "" leaves those names out.
+	Domain string
+}
+
+// Orb's protocol v1.0 parameters (Orb pkg/protocolversion/versions/v1_0/config).
+const (
+	OrbMethod           = "orb"
+	OrbMaxOperationSize = 2500
+	OrbMaxDeltaSize     = 1700
+	// OrbMaxCASURILength bounds a reference inside Orb's batch files (MaxCasURILength).
+	OrbMaxCASURILength = 500
+	// OrbAnchorWindow is how long an operation that states only anchorFrom stays valid: Orb's
+	// parser takes its MaxDeltaSize (1,700) as seconds there.
+	OrbAnchorWindow = OrbMaxDeltaSize
+)
+
+// OrbPatches are the patch actions Orb's v1.0 protocol accepts: no replace.
+var OrbPatches = []PatchAction{
+	PatchAddPublicKeys, PatchRemovePublicKeys, PatchAddServices, PatchRemoveServices,
+	PatchAddAlsoKnownAs, PatchRemoveAlsoKnownAs,
+}
+
+// OrbProfile returns did:orb's profile: Orb's protocol v1.0 parameters (operations of at most
+// 2,500 bytes, deltas of 1,700; signature algorithms EdDSA, ES256, ES256K over Ed25519, P-256,
+// P-384 and secp256k1 keys; the six add/remove patches) and its names. domain is as in
+// Profile.Domain.
+func OrbProfile(domain string) Profile {
+	return Profile{
+		Method: OrbMethod, Algorithms: []Algorithm{EdDSA, ES256, ES256K}, MaxDeltaSize: OrbMaxDeltaSize,
+		MaxOperationsPerDID: MaxOperationsPerDIDDefault, MaxDocumentBytes: MaxDocumentBytesDefault,
+		Orb: true, MaxOperationSize: OrbMaxOperationSize, Patches: OrbPatches, Domain: domain,
+		OrbBatchFiles: true,
+	}
 }
 
 // DefaultProfile returns the ION-compatible profile with method name "sidetree".
@@ -72,9 +119,20 @@ func (p Profile) Validate() error {
 		}
 	}
 	for _, a := range p.Algorithms {
-		if a != ES256K && a != EdDSA {
+		if a != ES256K && a != EdDSA && (a != ES256 || !p.Orb) {
 			return fmt.Errorf("sidetree profile: unsupported algorithm %q", a)
 		}
+	}
+	for _, a := range p.Patches {
+		if !slices.Contains(allPatches, a) {
+			return fmt.Errorf("sidetree profile: unknown patch action %q", a)
+		}
+	}
+	if p.Orb && p.method() != OrbMethod {
+		return fmt.Errorf("sidetree profile: did:orb rules need the method %q, not %q", OrbMethod, p.Method)
+	}
+	if p.MaxOperationSize < 0 {
+		return fmt.Errorf("sidetree profile: negative MaxOperationSize %d", p.MaxOperationSize)
 	}
 	if p.MaxDeltaSize < 0 {
 		return fmt.Errorf("sidetree profile: negative MaxDeltaSize %d", p.MaxDeltaSize)
@@ -97,6 +155,14 @@ func (p Profile) maxOperationsPerDID() int {
 }
 
 func (p Profile) maxDocumentBytes() int { return cmp.Or(p.MaxDocumentBytes, MaxDocumentBytesDefault) }
+
+// allowsPatch reports whether the profile accepts a patch action.
+func (p Profile) allowsPatch(a PatchAction) bool {
+	if len(p.Patches) == 0 {
+		return slices.Contains(referencePatches, a)
+	}
+	return slices.Contains(p.Patches, a)
+}
 
 func (p Profile) allows(a Algorithm) bool {
 	if len(p.Algorithms) == 0 {

@@ -46,6 +46,13 @@ type Metadata struct {
 	// latest.
 	NextUpdate    time.Time
 	NextVersionID string
+	// CanonicalRef and EquivalentRefs name a published did:orb DID (DID parsed under Orb's
+	// names): the anchor hash of the anchor of its last operation, and that anchor's hashlink
+	// with its metadata. They give canonicalId did:orb:<CanonicalRef>:<suffix> and equivalentId
+	// [canonicalId, did:orb:<each EquivalentRef>:<suffix>], as Orb's resolver does. Empty: no
+	// canonical name is known yet (the anchor has no hashlink yet) and neither is written.
+	CanonicalRef   string
+	EquivalentRefs []string
 }
 
 // RenderResolutionWithMetadata is RenderResolution with m's members added to
@@ -57,29 +64,46 @@ func RenderResolutionWithMetadata(did *DID, st *State, m Metadata) ([]byte, Reso
 			return nil, ResolutionNotFound
 		}
 	}
+	if did.orb != nil {
+		status := ResolutionFound
+		if st.Deactivated {
+			status = ResolutionDeactivated
+		}
+		return renderOrbResult(did, st, m), status
+	}
 	if st.Deactivated {
-		return renderDeactivated(did.ShortForm(), st.Published, m), ResolutionDeactivated
+		return renderDeactivated(did.ShortForm(), did.ShortForm(), st.Published, m), ResolutionDeactivated
 	}
 	return renderDocument(did, st, m), ResolutionFound
 }
 
 // RenderCreateResponse renders the body of a successful create request: the resolution result
 // of the would-be DID in short form, unpublished (reference implementation handleCreateRequest).
+//
+// Under did:orb's names the DID is did:orb:uAAA:<suffix>, with the domain's equivalent name,
+// as Orb answers a create.
 func RenderCreateResponse(p Profile, create *Operation) []byte {
 	did := &DID{Method: p.method(), Suffix: create.Suffix}
+	if p.Orb {
+		did.orb = &orbName{domain: p.Domain}
+		return renderOrbResult(did, InitialState(create), Metadata{})
+	}
 	return renderDocument(did, InitialState(create), Metadata{})
 }
 
-func renderDeactivated(short string, published bool, m Metadata) []byte {
+func renderDeactivated(id, canonical string, published bool, m Metadata) []byte {
 	b := make([]byte, 0, 320)
 	b = append(b, `{"@context":`...)
 	b = jsontree.AppendQuoted(b, resolutionContext)
 	b = append(b, `,"didDocument":`...)
-	b = appendDocumentHead(b, short)
+	b = appendDocumentHead(b, id)
 	b = append(b, `},"didDocumentMetadata":{"deactivated":true,"method":{"published":`...)
 	b = appendBool(b, published)
-	b = append(b, `},"canonicalId":`...)
-	b = jsontree.AppendQuoted(b, short)
+	b = append(b, '}')
+	if canonical != "" {
+		b = append(b, `,"canonicalId":`...)
+		b = jsontree.AppendQuoted(b, canonical)
+	}
 	b = appendMetadata(b, m)
 	return append(b, "}}"...)
 }
@@ -117,7 +141,7 @@ func appendMetadata(b []byte, m Metadata) []byte {
 func FormatTime(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
 
 func renderDocument(did *DID, st *State, m Metadata) []byte {
-	id := did.String()
+	id := did.renderID(st)
 	doc := &st.Document
 	b := make([]byte, 0, 1024+4*len(id))
 	b = append(b, `{"@context":`...)
@@ -125,6 +149,16 @@ func renderDocument(did *DID, st *State, m Metadata) []byte {
 	b = append(b, `,"didDocument":`...)
 	b = appendDocumentHead(b, id)
 
+	if len(doc.AlsoKnownAs) > 0 {
+		b = append(b, `,"alsoKnownAs":[`...)
+		for i, u := range doc.AlsoKnownAs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsontree.AppendQuoted(b, u)
+		}
+		b = append(b, ']')
+	}
 	if doc.Services != nil {
 		b = append(b, `,"service":[`...)
 		for i, s := range doc.Services {

@@ -103,7 +103,7 @@ func newResolution(a anchoredOp) *resolution {
 	r := &resolution{
 		st: &State{
 			Suffix: create.Suffix, RecoveryCommitment: create.SuffixData.RecoveryCommitment, Published: true,
-			LastSequence: a.seq, CreateSequence: a.seq, AnchorOrigin: create.AnchorOrigin, AnchoredBy: a.origin,
+			LastSequence: a.seq, CreateSequence: a.seq, CanonicalSequence: a.seq, AnchorOrigin: create.AnchorOrigin, AnchoredBy: a.origin,
 		},
 		doc: newDocumentBuilder(Document{}),
 	}
@@ -177,6 +177,7 @@ func (r *resolution) apply(a anchoredOp) bool {
 			return false
 		}
 		st.RecoveryCommitment, st.UpdateCommitment = next, ""
+		st.CanonicalSequence = seq
 		if op.AnchorOrigin != "" {
 			st.AnchorOrigin = op.AnchorOrigin
 		}

@@ -28,6 +28,10 @@ type State struct {
 	Operations int
 	// CreateSequence is the anchor sequence number of the create that applied.
 	CreateSequence uint64
+	// CanonicalSequence is the anchor sequence number of the create or of the latest recover
+	// that applied: the anchor Orb names the DID by (canonicalId), which an update or a
+	// deactivate does not move.
+	CanonicalSequence uint64
 
 	// Commitments consumed so far. Resolution refuses an operation that installs one of them
 	// again (the reference implementation's loop guard); Check refuses it at intake.

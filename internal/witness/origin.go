@@ -159,22 +159,27 @@ func (w *Witnessing) offerable(ctx context.Context, tx store.Executor, a store.A
 		if !ok {
 			continue
 		}
-		if ref.Hashlink == "" {
-			// An anchor made before this domain witnessed its anchors and not yet published: the
-			// publisher gives it its hashlink soon; until then this batch cannot name its parent.
-			return store.WitnessAnchor{}, nil, fmt.Errorf("previous anchor %d of DID %s has no hashlink yet", ref.Seq, s)
-		}
-		content.Operations[i].Previous = ref.Hashlink
 		if _, seen := origins[ref.Seq]; !seen {
 			prev, err := tx.AnchorGet(ctx, ref.Seq)
 			if err != nil {
 				return store.WitnessAnchor{}, nil, err
+			}
+			if prev.Origin == "" && prev.PublishedAt == nil {
+				// An anchor of ours is named by its event's url, which it gets when the publisher
+				// posts it, moments after it completes (a witnessed one holds its link's anchor
+				// until then, a name no other domain knows it by); until then this batch cannot
+				// name its parent.
+				return store.WitnessAnchor{}, nil, fmt.Errorf("previous anchor %d of DID %s is not published yet", ref.Seq, s)
 			}
 			origins[ref.Seq] = prev.Origin
 			if o := prev.Origin; o != "" && o != id.ActorIRI && !slices.Contains(batchOrigins, o) {
 				batchOrigins = append(batchOrigins, o)
 			}
 		}
+		if ref.Hashlink == "" {
+			return store.WitnessAnchor{}, nil, fmt.Errorf("previous anchor %d of DID %s has no hashlink yet", ref.Seq, s)
+		}
+		content.Operations[i].Previous = ref.Hashlink
 	}
 	var nonce [16]byte
 	_, _ = crand.Read(nonce[:])
