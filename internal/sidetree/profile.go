@@ -119,7 +119,10 @@ func (p Profile) Validate() error {
 		}
 	}
 	for _, a := range p.Algorithms {
-		if a != ES256K && a != EdDSA && (a != ES256 || !p.Orb) {
+		switch {
+		case a == ES256 && !p.Orb:
+			return fmt.Errorf("sidetree profile: algorithm %q is did:orb's: it needs --did-method orb", a)
+		case a != ES256K && a != EdDSA && a != ES256:
 			return fmt.Errorf("sidetree profile: unsupported algorithm %q", a)
 		}
 	}
