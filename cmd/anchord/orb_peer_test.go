@@ -261,7 +261,13 @@ func TestOrbResolvesAnchordDIDs(t *testing.T) {
 	}
 	t.Logf("accept→resolvable of anchord's DIDs: at Orb %s; at anchord %s", figures(atOrb), figures(atAnchord))
 
-	// Updates of the first DIDs reach Orb too.
+	// Updates of the first DIDs reach Orb too. Orb orders a DID's operations by the whole second
+	// their anchor credential was issued in (its transaction number is always 0), and ignores,
+	// without a word, an update anchored in the same second as the DID's create. anchord does
+	// not yet space its anchors a second apart in the did:orb profile (docs/design/didorb.md,
+	// not done), so the updates are posted in a second after every create's anchor was issued
+	// (each create resolves, so its anchor was issued before now).
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	for _, x := range dids[:nUpdates] {
 		req, err := w.Update(x.id, wallet.AddServices(wallet.Service{ID: "u0", Type: "LinkedDomains", Endpoint: "https://example.org"}))
 		require.NoError(t, err)
