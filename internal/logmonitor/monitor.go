@@ -115,8 +115,17 @@ const (
 	OutcomeNotCosigned Outcome = "not_cosigned"
 )
 
+// peerError is a failure to read or verify another domain's log: that domain's trouble, warned
+// and counted per log by Check and tried again at the next run. It does not fail the run, whose
+// failure an operator reads as this domain's (the task manager logs it as an error).
+type peerError struct{ err error }
+
+func (e peerError) Error() string { return e.err.Error() }
+func (e peerError) Unwrap() error { return e.err }
+
 // RunTask checks every log the directory lists; it is the task's Run. The error joins the
-// logs that could not be checked.
+// logs that could not be checked for a reason of this domain's (its store); a log its domain
+// does not serve, or serves unverifiable, is only warned about (peerError).
 func (m *Monitor) RunTask(ctx context.Context, term int64) error {
 	logs, err := m.dir.Logs(ctx)
 	if err != nil {
@@ -127,7 +136,7 @@ func (m *Monitor) RunTask(ctx context.Context, term int64) error {
 		if ctx.Err() != nil {
 			break
 		}
-		if _, err := m.Check(ctx, l, term); err != nil {
+		if _, err := m.Check(ctx, l, term); err != nil && !errors.As(err, new(peerError)) {
 			errs = append(errs, err)
 		}
 	}
@@ -154,7 +163,7 @@ func (m *Monitor) check(ctx context.Context, l Log, term int64) (Outcome, error)
 	peer.WithQuorum(l.Quorum)
 	latest, err := peer.Checkpoint(ctx)
 	if err != nil {
-		return "", err
+		return "", peerError{err}
 	}
 	row, err := m.st.LogCheckpointGet(ctx, l.Origin)
 	if errors.Is(err, store.ErrNotFound) {
@@ -183,7 +192,7 @@ func (m *Monitor) check(ctx context.Context, l Log, term int64) (Outcome, error)
 	case errors.As(err, &evidence):
 		return m.inconsistent(ctx, l, row, evidence, "", term)
 	case err != nil:
-		return "", err
+		return "", peerError{err}
 	case !latest.Quorum:
 		return m.notCosigned(ctx, l, latest), nil
 	case latest.Size == stored.Size:
