@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -75,7 +76,7 @@ func postCreates(t *testing.T, api *apiClient, n, concurrency int) int {
 }
 
 // TestIPFSHoldsEveryBatchFile runs an embedded anchord with --cas-type ipfs against a private
-// Kubo node. Every file of about 1,000 anchored batches is on the node under the CID anchord
+// Kubo node. Every file of about 300 anchored batches (1,000 with ANCHORD_TEST_FED_FULL=1) is on the node under the CID anchord
 // computed, with the same bytes; the node stopped under load delays its copies but not the
 // anchors, and they arrive once it is back; a wiped node is refilled by
 // `anchord admin cas pin-missing`.
@@ -111,10 +112,16 @@ func TestIPFSHoldsEveryBatchFile(t *testing.T) {
 		}
 	}
 
-	// About 1,000 batches of two creates. (Files above 256 KiB, UnixFS DAGs, are checked against
-	// the real node by internal/ipfs's tests: batches of two operations stay small.)
-	require.Equal(t, 2000, postCreates(t, api, 2000, 16))
-	// A thousand anchors, each fsynced, on a machine the suite's other tests share: this is a
+	// About 300 batches of two creates, 1,000 at full size: each file is pinned and then read
+	// back and checked here, which at 3,000 files took ten minutes of a busy machine's suite.
+	// (Files above 256 KiB, UnixFS DAGs, are checked against the real node by internal/ipfs's
+	// tests: batches of two operations stay small.)
+	creates, minBatches, later := 600, 250, 100
+	if os.Getenv("ANCHORD_TEST_FED_FULL") == "1" {
+		creates, minBatches, later = 2000, 900, 400
+	}
+	require.Equal(t, creates, postCreates(t, api, creates, 16))
+	// Hundreds of anchors, each fsynced, on a machine the suite's other tests share: this is a
 	// check that every file reaches the node, not a speed figure, so the wait is generous.
 	anchordtest.Eventually(t, 5*time.Minute, 100*time.Millisecond, func() bool {
 		return api.metric(t, "anchord_opqueue_length") == 0
@@ -122,12 +129,12 @@ func TestIPFSHoldsEveryBatchFile(t *testing.T) {
 	files, _ := api.batchFiles(t)
 	batches := len(api.anchors(t))
 	t.Logf("%d batches, %d files", batches, len(files))
-	require.GreaterOrEqual(t, batches, 900)
+	require.GreaterOrEqual(t, batches, minBatches)
 	onNode(files)
 
 	// The node stops under load: anchoring goes on; the copies follow once it is back.
 	node.Stop()
-	require.Equal(t, 400, postCreates(t, api, 400, 16))
+	require.Equal(t, later, postCreates(t, api, later, 16))
 	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
 		return api.metric(t, "anchord_opqueue_length") == 0
 	}, "anchoring goes on while the node is down")
