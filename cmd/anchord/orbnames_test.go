@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -301,4 +302,66 @@ func TestOrbDIDDiscovery(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, resolveOrb(t, b, name).status, "B does not discover")
 	}
 	require.Positive(t, c.api.metric(t, `anchord_relay_anchors_total{outcome="applied"}`))
+}
+
+// TestOrbLoadResolvesAtAnAnchordFollower: an anchord domain in the did:orb profile follows a
+// real Orb domain, and 100 creates (1,000 with ANCHORD_TEST_ORB_FULL) are posted to Orb. Every
+// DID resolves at anchord under each name Orb gives it, with Orb's document and metadata. It
+// prints accept→resolvable at Orb and at anchord (from the POST to Orb's answer).
+func TestOrbLoadResolvesAtAnAnchordFollower(t *testing.T) {
+	startOrb(t)
+	d := startDomain(t, "anchord", "--did-method", "orb")
+	orb := &relayDomain{t: t, name: "Orb", actor: "http://127.0.0.1/services/orb"}
+	d.follow(orb)
+
+	n, _ := orbLoadSize()
+	w := wallet.New(wallet.Config{Profile: sidetree.OrbProfile(""), AnchorOrigin: "http://127.0.0.1"})
+	suffixes := make([]string, n)
+	accepted := make([]time.Time, n)
+	for i := range n {
+		id, create, err := w.Create(wallet.AddServices(wallet.Service{ID: "home", Type: "LinkedDomains", Endpoint: "https://example.com"}))
+		require.NoError(t, err)
+		code, body, err := newClient(orbAddr).post(create)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, code, string(body))
+		suffixes[i], accepted[i] = id.Suffix, time.Now()
+	}
+
+	// Each DID is looked at until Orb has anchored it and anchord holds the same version.
+	atOrb, atAnchord := make([]time.Duration, n), make([]time.Duration, n)
+	versions := make([]string, n)
+	anchordtest.Eventually(t, 3*time.Minute, 100*time.Millisecond, func() bool {
+		done := true
+		for i, s := range suffixes {
+			if atAnchord[i] != 0 {
+				continue
+			}
+			if atOrb[i] == 0 {
+				r := orbResolve(t, "did:orb:uAAA:"+s)
+				if r.status != http.StatusOK || r.canonical == "" {
+					done = false
+					continue
+				}
+				atOrb[i], versions[i] = time.Since(accepted[i]), r.version
+			}
+			if r := resolveOrb(t, d, "did:orb:uAAA:"+s); r.status == http.StatusOK && r.version == versions[i] {
+				atAnchord[i] = time.Since(accepted[i])
+			} else {
+				done = false
+			}
+		}
+		return done
+	}, "every DID created at Orb resolves at anchord")
+
+	for _, s := range suffixes {
+		want := orbResolve(t, "did:orb:uAAA:"+s)
+		for _, name := range append([]string{"did:orb:uAAA:" + s}, want.equivalent...) {
+			require.Equal(t, orbResolve(t, name), resolveOrb(t, d, name), "%s at anchord as at Orb", name)
+		}
+	}
+	slices.Sort(atOrb)
+	slices.Sort(atAnchord)
+	t.Logf("accept→resolvable of %d DIDs created at Orb: at Orb p50 %s, p95 %s; at anchord p50 %s, p95 %s", n,
+		quantile(atOrb, 0.5).Round(time.Millisecond), quantile(atOrb, 0.95).Round(time.Millisecond),
+		quantile(atAnchord, 0.5).Round(time.Millisecond), quantile(atAnchord, 0.95).Round(time.Millisecond))
 }
