@@ -34,10 +34,7 @@ var witnessTiming = []string{
 // only after a minute without a proof. With 8 s, a busy machine (the race detector, a cluster
 // and two domains on two cores) failed anchors whose witnesses were merely slow, and a test
 // that requires every anchor completed then failed for the machine's sake.
-var patientWitnessTiming = []string{
-	"--anchor-backend", "witness", "--anchor-status-monitoring-interval", "1s",
-	"--anchor-status-in-process-grace-period", "2s", "--max-witness-delay", "1m",
-}
+var patientWitnessTiming = append(slices.Clone(witnessTiming), "--max-witness-delay", "1m")
 
 // invite makes d invite each of witnesses through the admin CLI and waits for their Accepts.
 // An anchord witness lists d first (--invite-witness-auth-policy is accept-list by default);
