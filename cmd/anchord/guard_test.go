@@ -9,14 +9,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,49 +26,6 @@ import (
 	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/httpsig"
 )
-
-// countingServer counts the requests that reach it and answers 404.
-type countingServer struct {
-	srv  *httptest.Server
-	hits atomic.Int64
-}
-
-func newCountingServer(t *testing.T) *countingServer {
-	t.Helper()
-	c := &countingServer{}
-	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c.hits.Add(1)
-		http.NotFound(w, r)
-	}))
-	t.Cleanup(c.srv.Close)
-	return c
-}
-
-func (c *countingServer) host() string { return strings.TrimPrefix(c.srv.URL, "http://") }
-
-// nonHTTPPort listens on loopback and greets every connection with a line that is not HTTP, as
-// an SSH server does.
-func nonHTTPPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = io.WriteString(c, "SSH-2.0-OpenSSH_9.6\r\n")
-			_ = c.Close()
-		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		wg.Wait()
-	})
-	return ln.Addr().String()
-}
 
 // hostileDomain is a stand-in domain: its actors' documents name inboxes of its choosing, and
 // it signs what it posts with its key.
@@ -157,13 +112,13 @@ func followOf(actor, object, id string) string {
 func TestHostileDomainReachesNothingOfOurs(t *testing.T) {
 	t.Parallel()
 	h := newHostileDomain(t)
-	sink := newCountingServer(t)
+	sink := anchordtest.NewSink(t)
 	// A allows the hostile domain's own port, nothing else of loopback.
 	a := startDomain(t, "A", "--peer-allowed-addresses", h.host())
 	adminA := a.process().AdminAddr()
 
 	// Inboxes aimed at the sink and at the admin API; the Follows themselves are well signed.
-	h.aim("sink", sink.srv.URL+"/inbox")
+	h.aim("sink", sink.URL()+"/inbox")
 	h.aim("admin", "http://"+adminA+"/admin/v1/dead-letters/1/retry")
 	for _, name := range []string{"sink", "admin"} {
 		status, body := h.post(t, a.actor+"/inbox", h.actor(name)+activity.PathMainKey, followOf(h.actor(name), a.actor, "follow"))
@@ -196,8 +151,8 @@ func TestHostileDomainReachesNothingOfOurs(t *testing.T) {
 	b := startDomain(t, "B", "--peer-allowed-addresses", "127.0.0.0/8")
 	adminB := b.process().AdminAddr()
 	closed := fmt.Sprintf("127.0.0.1:%d", anchordtest.FreePorts(t, 1)[0])
-	notHTTP := nonHTTPPort(t)
-	sinkB := newCountingServer(t)
+	notHTTP := anchordtest.NotHTTP(t)
+	sinkB := anchordtest.NewSink(t)
 	type answer struct {
 		status int
 		body   string
@@ -206,12 +161,12 @@ func TestHostileDomainReachesNothingOfOurs(t *testing.T) {
 	for _, d := range []struct {
 		dom   *relayDomain
 		admin string
-		sink  *countingServer
+		sink  *anchordtest.Sink
 	}{{a, adminA, sink}, {b, adminB, sinkB}} {
 		for i, tc := range []struct{ name, actor, keyID string }{
-			{"keyId on the sink, actor elsewhere", h.actor("plain"), sink.srv.URL + "/keys/main-key"},
+			{"keyId on the sink, actor elsewhere", h.actor("plain"), sink.URL() + "/keys/main-key"},
 			{"keyId on the admin listener, actor elsewhere", h.actor("plain"), "http://" + d.admin + "/admin/v1/dead-letters/1/retry"},
-			{"actor and keyId on an open HTTP port", "http://" + d.sink.host() + "/actor", "http://" + d.sink.host() + "/actor/keys/main-key"},
+			{"actor and keyId on an open HTTP port", "http://" + d.sink.Host() + "/actor", "http://" + d.sink.Host() + "/actor/keys/main-key"},
 			{"actor and keyId on the admin listener", "http://" + d.admin + "/actor", "http://" + d.admin + "/admin/v1/dead-letters/1/retry"},
 			{"actor and keyId on a closed port", "http://" + closed + "/actor", "http://" + closed + "/actor/keys/main-key"},
 			{"actor and keyId on a port that is not HTTP", "http://" + notHTTP + "/actor", "http://" + notHTTP + "/actor/keys/main-key"},
@@ -232,8 +187,8 @@ func TestHostileDomainReachesNothingOfOurs(t *testing.T) {
 	}
 	t.Logf("every key failure, at A and at B: %d %s", first.status, first.body)
 
-	require.Zero(t, sink.hits.Load(), "nothing reached the sink of A's phase")
-	require.Equal(t, int64(1), sinkB.hits.Load(), "at B, which allows loopback, only the key of the actor that claims the sink's own port")
+	require.Zero(t, sink.Hits(), "nothing reached the sink of A's phase")
+	require.Equal(t, int64(1), sinkB.Hits(), "at B, which allows loopback, only the key of the actor that claims the sink's own port")
 	for _, d := range []*relayDomain{a, b} {
 		require.NotContains(t, d.process().Log(), `msg="admin action"`, "no admin action at %s", d.name)
 	}

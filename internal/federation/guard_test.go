@@ -3,13 +3,9 @@ package federation
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,49 +17,6 @@ import (
 	"github.com/anchord/anchord/internal/httpsig"
 	"github.com/anchord/anchord/internal/store"
 )
-
-// sink is a server that counts every request that reaches it and answers 404.
-type sink struct {
-	srv  *httptest.Server
-	hits atomic.Int64
-}
-
-func newSink(t *testing.T) *sink {
-	t.Helper()
-	s := &sink{}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.hits.Add(1)
-		http.NotFound(w, r)
-	}))
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-func (s *sink) host() string { return strings.TrimPrefix(s.srv.URL, "http://") }
-
-// notHTTP listens on a loopback port and answers every connection with a line that is not
-// HTTP, as an SSH or SMTP server would.
-func notHTTP(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = io.WriteString(c, "SSH-2.0-OpenSSH_9.6\r\n")
-			_ = c.Close()
-		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		wg.Wait()
-	})
-	return ln.Addr().String()
-}
 
 // signedAs builds an inbox POST of body signed with key under keyID.
 func signedAs(t *testing.T, url, keyID string, d *testDomain, body string) *http.Request {
@@ -88,19 +41,19 @@ func TestInboxKeyFailuresAreAnsweredAlike(t *testing.T) {
 	t.Parallel()
 	a, m := newDomain(t), newDomain(t)
 	closedGuard := newDomainGuarded(t, guardAllowing(t, ""))
-	sk := newSink(t)
+	sk := anchordtest.NewSink(t)
 	closedPort := fmt.Sprintf("127.0.0.1:%d", anchordtest.FreePorts(t, 1)[0])
-	garbage := notHTTP(t)
+	garbage := anchordtest.NotHTTP(t)
 	inbox := a.srv.URL + InboxPath()
 	actorOn := func(hostPort string) string { return "http://" + hostPort + ServicePath }
 
 	cases := []struct {
 		name, inbox, actor, keyID string
 	}{
-		{"keyId on another host than the actor", inbox, m.actor(), sk.srv.URL + "/keys/main-key"},
-		{"keyId on the admin-like sink, actor elsewhere", inbox, m.actor(), sk.srv.URL + "/admin/v1/dead-letters/1/retry"},
+		{"keyId on another host than the actor", inbox, m.actor(), sk.URL() + "/keys/main-key"},
+		{"keyId on the admin-like sink, actor elsewhere", inbox, m.actor(), sk.URL() + "/admin/v1/dead-letters/1/retry"},
 		{"keyId that is not a URL", inbox, m.actor(), "did:web:127.0.0.1#key-1"},
-		{"actor and keyId on an open HTTP port", inbox, actorOn(sk.host()), actorOn(sk.host()) + "/keys/main-key"},
+		{"actor and keyId on an open HTTP port", inbox, actorOn(sk.Host()), actorOn(sk.Host()) + "/keys/main-key"},
 		{"actor and keyId on a closed port", inbox, actorOn(closedPort), actorOn(closedPort) + "/keys/main-key"},
 		{"actor and keyId on a port that is not HTTP", inbox, actorOn(garbage), actorOn(garbage) + "/keys/main-key"},
 		{"the actor's own key, but another private key", inbox, a.actor(), a.svc.KeyID()},
@@ -126,7 +79,7 @@ func TestInboxKeyFailuresAreAnsweredAlike(t *testing.T) {
 	require.Contains(t, first.body, keyUnverifiedMessage)
 	// The sink got only the two fetches of the case whose actor claims to live on it; the
 	// keyIds that pointed at it from elsewhere were never fetched.
-	require.Equal(t, int64(1), sk.hits.Load(), "only the key document of the actor on the sink's own port")
+	require.Equal(t, int64(1), sk.Hits(), "only the key document of the actor on the sink's own port")
 	require.Zero(t, inboxCount(t, a))
 }
 
@@ -135,12 +88,12 @@ func TestInboxKeyFailuresAreAnsweredAlike(t *testing.T) {
 // delivery is parked on its first attempt, with the reason.
 func TestRefusedDeliveryIsParkedAtOnce(t *testing.T) {
 	t.Parallel()
-	sk, admin := newSink(t), newSink(t)
+	sk, admin := anchordtest.NewSink(t), anchordtest.NewSink(t)
 	var hostile *httptest.Server
 	hostile = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		inbox := sk.srv.URL + "/inbox"
+		inbox := sk.URL() + "/inbox"
 		if strings.HasPrefix(r.URL.Path, "/admin") {
-			inbox = admin.srv.URL + "/admin/v1/dead-letters/1/retry"
+			inbox = admin.URL() + "/admin/v1/dead-letters/1/retry"
 		}
 		a := activity.NewService(hostile.URL+r.URL.Path, "")
 		a.Inbox = inbox
@@ -151,7 +104,7 @@ func TestRefusedDeliveryIsParkedAtOnce(t *testing.T) {
 	host := strings.TrimPrefix(hostile.URL, "http://")
 	// The hostile domain and even the admin listener's port are allowed; the admin listener
 	// is refused all the same.
-	a := newDomainGuarded(t, guardAllowing(t, host+","+admin.host(), admin.host()), fastRetries(30))
+	a := newDomainGuarded(t, guardAllowing(t, host+","+admin.Host(), admin.Host()), fastRetries(30))
 	ctx := context.Background()
 	for _, actor := range []string{hostile.URL + "/sink", hostile.URL + "/admin"} {
 		require.NoError(t, a.st.RelationshipUpsert(ctx, store.RelationshipUpsertParams{Kind: store.RelationshipFollower, Actor: actor, Status: store.RelationshipAccepted}))
@@ -177,6 +130,6 @@ func TestRefusedDeliveryIsParkedAtOnce(t *testing.T) {
 		require.Contains(t, dl.Reason, "failed permanently")
 		require.Contains(t, dl.Reason, "refused")
 	}
-	require.Zero(t, sk.hits.Load())
-	require.Zero(t, admin.hits.Load())
+	require.Zero(t, sk.Hits())
+	require.Zero(t, admin.Hits())
 }
