@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,10 +32,41 @@ const orbAddr = "127.0.0.1:80"
 // anchors or its proofs): on port 80 of another loopback address, for the same reason.
 const orbPeerAddr = "127.0.0.2:80"
 
-// requireFree skips the test when addr cannot be bound (another Orb test run holds it), or
+// orbPortsLock is a file every test run on this machine locks while it uses orbAddr and
+// orbPeerAddr: two runs of the suite (or of one Orb test) at once would otherwise fail on a
+// port taken by the other. Runs take turns instead; flock releases the lock when the holder dies.
+const orbPortsLock = "/tmp/anchord-test-orb-ports.lock"
+
+// orbPortsHeld are the tests of this process that hold the lock, so a test that starts Orb and
+// then an anchord domain on orbPeerAddr takes it once.
+var orbPortsHeld sync.Map
+
+// holdOrbPorts takes the machine-wide lock on Orb's ports for the rest of t, waiting for
+// another run that holds it.
+func holdOrbPorts(t *testing.T) {
+	t.Helper()
+	if _, held := orbPortsHeld.Load(t); held {
+		return
+	}
+	f, err := os.OpenFile(orbPortsLock, os.O_CREATE|os.O_RDWR, 0o666)
+	require.NoError(t, err)
+	start := time.Now()
+	require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX))
+	if waited := time.Since(start); waited > time.Second {
+		t.Logf("waited %s for another test run to give Orb's ports back", waited.Round(time.Second))
+	}
+	orbPortsHeld.Store(t, f)
+	t.Cleanup(func() {
+		orbPortsHeld.Delete(t)
+		_ = f.Close() // closing the only descriptor releases the lock
+	})
+}
+
+// requireFree skips the test when addr cannot be bound (a process outside the tests holds it), or
 // fails it when the Orb tests are required (ANCHORD_TEST_REQUIRE_ORB).
 func requireFree(t *testing.T, addr string) {
 	t.Helper()
+	holdOrbPorts(t)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		if anchordtest.RequireOrb() {
