@@ -52,7 +52,8 @@ type writeParts struct {
 // observer, which the shapes feed differently (catch-up at start, or the anchor topic).
 func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 	resolver := observer.NewResolver(c.profile, c.st, p.known, c.cfg.StateCacheSize)
-	release, accepted := p.release, func(*sidetree.Operation, string, string) {}
+	release := p.release
+	var accepted func(op *sidetree.Operation, opID, anchorOrigin string)
 	if u := p.unpublished; u != nil {
 		// The store forgets an operation once its index rows commit; until then resolutions
 		// apply it.

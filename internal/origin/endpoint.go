@@ -34,7 +34,7 @@ func (r *Resolver) endpoints(ctx context.Context, base string) ([]string, error)
 	ch := r.discovering.DoChan(base, func() (any, error) {
 		eps, err := r.discover(ctx, base)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", errDiscovery, err)
 		}
 		r.remember(base, remembered{endpoints: eps, until: r.cfg.NowFunc().Add(r.cfg.EndpointTTL)})
 		return eps, nil
@@ -123,8 +123,12 @@ func (r *Resolver) remember(base string, m remembered) {
 	r.origins[base] = m
 }
 
-// errInvalid marks an answer that is not what the protocol says: the origin's fault.
-var errInvalid = errors.New("invalid answer")
+var (
+	// errInvalid marks an answer that is not what the protocol says: the origin's fault.
+	errInvalid = errors.New("invalid answer")
+	// errDiscovery marks a failure to find the origin's resolution endpoints.
+	errDiscovery = errors.New("discover the resolution endpoints")
+)
 
 // hostBase is scheme://host[:port] of an http(s) URL, "" for anything else.
 func hostBase(s string) string {

@@ -114,21 +114,29 @@ func (r *Resolver) ask(ctx context.Context, did, base, origin string) (merged []
 	defer cancel()
 	answer, err := r.resolveAt(askCtx, base, did)
 	if err != nil {
-		switch {
-		case ctx.Err() != nil:
+		if ctx.Err() != nil {
 			// The request itself ended: nothing is the origin's fault.
 			return nil, 0, outcomeUnreachable, nil
+		}
+		// An origin that cannot be found (no did:orb endpoints, or out of protocol) fails every
+		// resolution alike, so it is remembered as failing; so is one that does not answer. A
+		// resolution it refuses (4xx) or answers out of protocol concerns that DID only.
+		discovery := errors.Is(err, errDiscovery)
+		outcome = outcomeUnreachable
+		switch {
 		case errors.Is(err, errInvalid):
+			outcome = outcomeInvalid
 			r.cfg.Logger.WarnContext(ctx, "anchor origin answered out of protocol; resolving locally", "did", did, "origin", base, "error", err)
-			return nil, 0, outcomeInvalid, nil
-		case isClientError(err):
+		case isClientError(err) && !discovery:
 			r.cfg.Logger.DebugContext(ctx, "anchor origin does not resolve the DID", "did", did, "origin", base, "error", err)
 			return nil, 0, outcomeUnknown, nil
 		}
-		r.failed(base)
-		r.cfg.Logger.InfoContext(ctx, "anchor origin unreachable; resolving locally, and not asking it again for a while",
-			"did", did, "origin", base, "retry_after", r.cfg.FailureTTL, "error", err)
-		return nil, 0, outcomeUnreachable, nil
+		if discovery || outcome == outcomeUnreachable {
+			r.failed(base)
+			r.cfg.Logger.InfoContext(ctx, "anchor origin failed; resolving locally, and not asking it again for a while",
+				"did", did, "origin", base, "retry_after", r.cfg.FailureTTL, "error", err)
+		}
+		return nil, 0, outcome, nil
 	}
 	if got := answer.anchorOrigin(); got != origin {
 		r.cfg.Logger.WarnContext(ctx, "anchor origin's answer ignored", "did", did, "origin", base, "differs", "anchorOrigin", "theirs", got, "ours", origin)

@@ -299,6 +299,22 @@ func TestAFailingOriginCostsAtMostTheTimeout(t *testing.T) {
 	require.Equal(t, []string{"home", "pending"}, services, "a name the origin did not know is no failure")
 }
 
+// TestAnOriginWithoutEndpointsIsRemembered: an origin that does not serve /.well-known/did-orb
+// (not a did:orb domain) fails every resolution alike: it is asked once, not at every
+// resolution.
+func TestAnOriginWithoutEndpointsIsRemembered(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	b.set(nil, http.StatusNotFound, 0)
+	for range 3 {
+		services, _ := b.resolve(t, b.canonical)
+		require.Equal(t, []string{"home"}, services)
+	}
+	require.InDelta(t, 1, b.outcome(outcomeUnreachable), 0)
+	require.InDelta(t, 2, b.outcome(outcomeSkipped), 0)
+	require.Zero(t, b.asked.Load())
+}
+
 // TestOriginsTheGuardRefusesAreNotReached: the origin is asked through the outbound guard, so
 // an origin on an address the guard refuses is never reached, and the local answer stands.
 func TestOriginsTheGuardRefusesAreNotReached(t *testing.T) {
