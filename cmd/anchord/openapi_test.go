@@ -234,6 +234,8 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		{d: b, path: "/.well-known/webfinger", method: http.MethodGet, target: "/.well-known/webfinger?resource=" + url.QueryEscape("http://"+b.addr+"/log")},
 		{d: a, path: "/.well-known/webfinger", method: http.MethodGet, target: "/.well-known/webfinger?resource=https://elsewhere.example/x"},
 		{d: a, path: "/.well-known/did.json", method: http.MethodGet, target: "/.well-known/did.json"},
+		// Served in the did:orb profile only (A and B are not in it; federation's tests read the 200).
+		{d: a, path: "/.well-known/did-orb", method: http.MethodGet, target: "/.well-known/did-orb"},
 		{d: a, path: "/explorer", method: http.MethodGet, target: "/explorer"},
 		{d: a, path: "/explorer/", method: http.MethodGet, target: "/explorer/"},
 		{d: a, path: "/explorer/assets/{name}", method: http.MethodGet, target: "/explorer/assets/app.js"},

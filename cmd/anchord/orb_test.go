@@ -105,8 +105,9 @@ func (o *orbServer) logged(mark int, msg string) bool {
 }
 
 // startOrb runs an Orb domain with in-memory stores that requires HTTP signatures (or tokens)
-// on its inbox and outbox, and signs its own requests to other domains.
-func startOrb(t *testing.T) *orbServer {
+// on its inbox and outbox, and signs its own requests to other domains. env adds to (or, for a
+// variable set twice, replaces) its environment.
+func startOrb(t *testing.T, env ...string) *orbServer {
 	t.Helper()
 	bin := anchordtest.OrbBin(t)
 	requireFree(t, orbAddr)
@@ -120,6 +121,7 @@ func startOrb(t *testing.T) *orbServer {
 		"ORB_CLIENT_AUTH_TOKENS_DEF=/keys,/inbox|admin&read|admin,/services/.*|read&admin",
 		"ORB_CLIENT_AUTH_TOKENS=admin=orb-admin,read=orb-read",
 	)
+	cmd.Env = append(cmd.Env, env...)
 	log := &anchordtest.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	require.NoError(t, cmd.Start())

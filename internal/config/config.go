@@ -221,6 +221,18 @@ type FederationConfig struct {
 	// says where it lives, is looked up at that domain and its anchor fetched (Orb's DID
 	// discovery).
 	EnableDIDDiscovery bool
+	// EnableUnpublishedOperationStore (did:orb profile): accepted creates and updates apply to
+	// their DID's resolution before they are anchored (Orb's unpublished operation store).
+	EnableUnpublishedOperationStore bool
+	// IncludeUnpublishedOperations and IncludePublishedOperations (did:orb profile) list a
+	// DID's unpublished and anchored operations in its resolution metadata, for the domains
+	// that resolve it from this one, its anchor origin.
+	IncludeUnpublishedOperations bool
+	IncludePublishedOperations   bool
+	// ResolveFromAnchorOrigin (did:orb profile): a DID whose anchor origin is another domain is
+	// resolved there too, and what the origin has that this domain lacks is merged in when
+	// Orb's rules hold.
+	ResolveFromAnchorOrigin bool
 	// PageSize is the size of the pages of the ActivityPub collections.
 	PageSize int
 	// MaxClockSkew bounds how far a signed request's Date may be from our clock.

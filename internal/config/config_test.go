@@ -310,6 +310,21 @@ func TestLoadOrbNames(t *testing.T) {
 	require.Equal(t, 77, c.OpQueueMaxOpsToRepost)
 	require.Equal(t, 1, c.CASCIDVersion)
 
+	// Orb's resolution from a DID's anchor origin, and what an origin lists for it: off by
+	// default, as at Orb.
+	f := Default().Federation
+	require.False(t, f.ResolveFromAnchorOrigin || f.EnableUnpublishedOperationStore || f.IncludeUnpublishedOperations || f.IncludePublishedOperations)
+	c, err = Load(nil, env(map[string]string{
+		"RESOLVE_FROM_ANCHOR_ORIGIN": "true", "UNPUBLISHED_OPERATION_STORE_ENABLED": "true",
+		"INCLUDE_UNPUBLISHED_OPERATIONS_IN_METADATA": "true", "INCLUDE_PUBLISHED_OPERATIONS_IN_METADATA": "true",
+	}), nil)
+	require.NoError(t, err)
+	f = c.Federation
+	require.True(t, f.ResolveFromAnchorOrigin && f.EnableUnpublishedOperationStore && f.IncludeUnpublishedOperations && f.IncludePublishedOperations)
+	c, err = Load([]string{"--resolve-from-anchor-origin"}, env(nil), nil)
+	require.NoError(t, err)
+	require.True(t, c.Federation.ResolveFromAnchorOrigin)
+
 	// anchord's own names win over Orb's, and a Go duration is taken too.
 	c, err = Load(nil, env(map[string]string{"BATCH_WRITER_TIMEOUT": "1500", "ANCHORD_BATCH_WRITER_TIMEOUT": "2s"}), nil)
 	require.NoError(t, err)

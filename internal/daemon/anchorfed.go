@@ -1,11 +1,13 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 
 	"github.com/anchord/anchord/internal/activity"
 	"github.com/anchord/anchord/internal/federation"
+	"github.com/anchord/anchord/internal/intake"
 	"github.com/anchord/anchord/internal/observer"
 	"github.com/anchord/anchord/internal/relay"
 	"github.com/anchord/anchord/internal/vc"
@@ -114,4 +116,14 @@ func (c *core) notifyIndexed(r observer.Result) {
 	for _, f := range c.onIndexed {
 		f(r)
 	}
+}
+
+// unpublished returns the did:orb profile's store of unpublished operations
+// (--enable-unpublished-operation-store), nil without it. An operation is kept as long as its
+// DID's reservation may last: by then it is indexed, parked, or lost with a dead instance.
+func (c *core) unpublished() *observer.Unpublished {
+	if !c.profile.Orb || !c.cfg.Federation.EnableUnpublishedOperationStore {
+		return nil
+	}
+	return observer.NewUnpublished(cmp.Or(c.pendingTTL(), intake.PendingTTLDefault), 0)
 }

@@ -57,7 +57,7 @@ func cluster(ctx context.Context, c *core) error {
 	}
 	obs, err := c.writePath(writeParts{
 		queue: queue, intake: broker, restore: broker.Restore, backend: backend,
-		reservations: pending, releaseTx: pending.ReleaseTx,
+		reservations: pending, releaseTx: pending.ReleaseTx, unpublished: c.unpublished(), fetch: svc.Client().Fetch,
 		announcer: c.ps, observerPoll: clusterObserverPoll,
 	})
 	if err != nil {

@@ -30,7 +30,16 @@ func embedded(ctx context.Context, c *core) error {
 		return err
 	}
 	pending := intake.NewPending(c.pendingTTL())
-	queue, err := opqueue.New(c.queueConfig(pending.Release), c.st)
+	unpublished := c.unpublished()
+	release := pending.Release
+	if unpublished != nil {
+		// A parked operation will not be anchored: it stops showing in resolutions.
+		release = func(keys []store.DIDPendingKey) {
+			pending.Release(keys)
+			unpublished.Release(keys)
+		}
+	}
+	queue, err := opqueue.New(c.queueConfig(release), c.st)
 	if err != nil {
 		return err
 	}
@@ -49,7 +58,7 @@ func embedded(ctx context.Context, c *core) error {
 	known := observer.NewUnfilledKnown()
 	obs, err := c.writePath(writeParts{
 		queue: queue, intake: queue, restore: queue.Restore, backend: backend,
-		reservations: pending, release: pending.ReleaseIndexed,
+		reservations: pending, release: pending.ReleaseIndexed, unpublished: unpublished, fetch: svc.Client().Fetch,
 		known: known, observerPoll: embeddedObserverPoll, indexTxRows: indexTxRows(c.st),
 	})
 	if err != nil {

@@ -12,7 +12,9 @@ import (
 	"github.com/anchord/anchord/internal/intake"
 	"github.com/anchord/anchord/internal/observer"
 	"github.com/anchord/anchord/internal/opqueue"
+	"github.com/anchord/anchord/internal/origin"
 	"github.com/anchord/anchord/internal/pubsub"
+	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/sidetree/batchfile"
 	"github.com/anchord/anchord/internal/store"
 )
@@ -32,6 +34,12 @@ type writeParts struct {
 	release      func(ops []store.DIDOperation)
 	releaseTx    func(ctx context.Context, tx store.Executor, ops []store.DIDOperation) error
 	backend      anchor.Backend
+	// unpublished is the did:orb profile's store of unpublished operations
+	// (--enable-unpublished-operation-store); nil: none.
+	unpublished *observer.Unpublished
+	// fetch reads from other domains through the outbound guard (the federation's client), for
+	// resolutions from a DID's anchor origin.
+	fetch origin.FetchFunc
 	// Observer settings: see observer.Config.
 	known        *observer.Known
 	announcer    pubsub.Publisher
@@ -44,8 +52,27 @@ type writeParts struct {
 // observer, which the shapes feed differently (catch-up at start, or the anchor topic).
 func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 	resolver := observer.NewResolver(c.profile, c.st, p.known, c.cfg.StateCacheSize)
+	release := p.release
+	var accepted func(op *sidetree.Operation, opID, anchorOrigin string)
+	if u := p.unpublished; u != nil {
+		// The store forgets an operation once its index rows commit; until then resolutions
+		// apply it.
+		release = func(ops []store.DIDOperation) {
+			if p.release != nil {
+				p.release(ops)
+			}
+			u.Indexed(ops)
+		}
+		accepted = u.Add
+	}
+	if c.profile.Orb {
+		f := c.cfg.Federation
+		resolver.SetOrbOperations(observer.OrbOperations{
+			Unpublished: p.unpublished, IncludeUnpublished: f.IncludeUnpublishedOperations, IncludePublished: f.IncludePublishedOperations,
+		})
+	}
 	obs, err := observer.New(observer.Config{
-		Profile: c.profile, Limits: c.limits, PollInterval: p.observerPoll, ReleaseFunc: p.release, ReleaseTxFunc: p.releaseTx, IndexTxRows: p.indexTxRows,
+		Profile: c.profile, Limits: c.limits, PollInterval: p.observerPoll, ReleaseFunc: release, ReleaseTxFunc: p.releaseTx, IndexTxRows: p.indexTxRows,
 		Known: p.known, Resolver: resolver, Announcer: p.announcer, IndexedFunc: c.notifyIndexed, Logger: c.log("observer"), Registerer: c.reg,
 	}, c.st, c.cas.FetchFunc)
 	if err != nil {
@@ -65,7 +92,8 @@ func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 		return nil, err
 	}
 	in, err := intake.New(intake.Config{
-		Profile: c.profile, AllowedOrigins: c.allowedOrigins(), CreateStateFunc: resolver.CreateState, Logger: c.log("intake"), Registerer: c.reg,
+		Profile: c.profile, AllowedOrigins: c.allowedOrigins(), CreateStateFunc: resolver.CreateState, AcceptedFunc: accepted,
+		Logger: c.log("intake"), Registerer: c.reg,
 	}, p.intake, resolver.State, p.reservations)
 	if err != nil {
 		return nil, err
@@ -79,8 +107,18 @@ func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 	// The batch writer flushes what is pending when its stage stops.
 	c.sup.add(StageWriters, "batch-writer", writer.Run)
 
+	// The Sidetree API resolves through the anchor origin when asked to; everything else that
+	// resolves (intake, the explorer, WebFinger) reads this domain's own state.
+	var api httpapi.Resolver = resolver
+	if c.profile.Orb && c.cfg.Federation.ResolveFromAnchorOrigin && p.fetch != nil {
+		if api, err = origin.New(origin.Config{
+			Self: c.cfg.ExternalEndpointURL(), Logger: c.log("origin"), Registerer: c.reg,
+		}, resolver, p.fetch); err != nil {
+			return nil, err
+		}
+	}
 	c.routes = append(c.routes, httpapi.SidetreeRoutes(httpapi.SidetreeConfig{
-		Operations: in, Resolver: resolver, DIDMethod: c.profile.Method, VersionNotFound: observer.ErrNoSuchVersion, CAS: c.cas, CASNotFound: cas.ErrNotFound, CASInvalid: cas.ErrInvalidCID,
+		Operations: in, Resolver: api, DIDMethod: c.profile.Method, OrbResults: c.profile.Orb, VersionNotFound: observer.ErrNoSuchVersion, CAS: c.cas, CASNotFound: cas.ErrNotFound, CASInvalid: cas.ErrInvalidCID,
 		Anchors: c.st, Witnesses: c.st, RetryAfter: c.cfg.BatchWriterTimeout, MaxCASSize: batchfile.MaxChunkFileSizeDefault,
 		Logger: c.log("http"),
 	}))

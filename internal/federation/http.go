@@ -42,6 +42,7 @@ func (s *Service) Routes() func(mux httpapi.Router) {
 		mux.HandleFunc("GET /.well-known/host-meta", s.getHostMeta)
 		mux.HandleFunc("GET /.well-known/webfinger", s.getWebFinger)
 		mux.HandleFunc("GET "+vc.WellKnownDIDPath, s.getDIDDocument)
+		mux.HandleFunc("GET "+WellKnownDIDOrbPath, s.getDIDOrb)
 	}
 }
 
@@ -446,11 +447,15 @@ func xmlEscape(s string) string { return xmlEscaper.Replace(s) }
 
 // getWebFinger answers for the domain and the actor: the actor as the self link and, when the
 // domain keeps a witness log, the log as Orb advertises its own (a "vct" link and the
-// ledger-type property), with our ledger type (peerlog.go says why it is not Orb's).
+// ledger-type property), with our ledger type (peerlog.go says why it is not Orb's). In the
+// did:orb profile it answers for DIDs and the Sidetree endpoints too (didinfo.go).
 func (s *Service) getWebFinger(w http.ResponseWriter, r *http.Request) {
 	res := r.URL.Query().Get("resource")
 	if strings.HasPrefix(res, "did:") {
 		s.getDIDWebFinger(w, r, res)
+		return
+	}
+	if s.endpointWebFinger(w, res) {
 		return
 	}
 	switch strings.TrimRight(res, "/") {

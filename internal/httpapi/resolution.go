@@ -188,6 +188,9 @@ func (c SidetreeConfig) getIdentifier(w http.ResponseWriter, r *http.Request) {
 			"acceptable: "+mediaResolution+", "+mediaDIDLD+", "+mediaDIDJSON)
 		return
 	}
+	if rep == repDocumentLD && c.OrbResults {
+		rep = repDefault
+	}
 	v, err := parseVersionQuery(r)
 	if err != nil {
 		WriteError(w, http.StatusBadRequest, "invalid_parameter", err.Error())

@@ -44,6 +44,10 @@ type SidetreeConfig struct {
 	// DIDMethod is the node's method ("ion", "ion:test"); the Universal Resolver path answers
 	// methodNotSupported for DIDs of other methods.
 	DIDMethod string
+	// OrbResults (the did:orb profile): the Sidetree path answers application/did+ld+json with
+	// the whole resolution result, as Orb's server answers every request there. Orb's resolver
+	// asks another domain for a DID with that media type and reads a resolution result.
+	OrbResults bool
 	// VersionNotFound classifies the Resolver's error for a version that does not exist
 	// (observer.ErrNoSuchVersion).
 	VersionNotFound error

@@ -50,8 +50,12 @@ type Config struct {
 	// It MUST answer exactly what the StateFunc would (observer.Resolver.CreateState only reads
 	// less).
 	CreateStateFunc StateFunc
-	Logger          *slog.Logger
-	Registerer      prometheus.Registerer
+	// AcceptedFunc, if set, is told of each operation once it is queued, with the anchor origin
+	// its DID declares ("" for a create, which declares its own): the did:orb profile's store of
+	// unpublished operations (observer.Unpublished). It must not block.
+	AcceptedFunc func(op *sidetree.Operation, opID, anchorOrigin string)
+	Logger       *slog.Logger
+	Registerer   prometheus.Registerer
 }
 
 // Reservations hold each DID for its one pending operation: *Pending in memory (embedded, one
@@ -181,6 +185,13 @@ func (s *Service) accept(ctx context.Context, op *sidetree.Operation, opID strin
 			s.m.rejected.WithLabelValues("backlog").Inc()
 		}
 		return nil, fmt.Errorf("%w: %w", ErrRetryLater, err)
+	}
+	if s.cfg.AcceptedFunc != nil {
+		origin := ""
+		if st != nil {
+			origin = st.AnchorOrigin
+		}
+		s.cfg.AcceptedFunc(op, opID, origin)
 	}
 	return resp, nil
 }

@@ -462,3 +462,36 @@ func TestStateIsReadUnderTheReservation(t *testing.T) {
 		})
 	}
 }
+
+// TestAcceptedFuncHearsOfQueuedOperations: the unpublished operation store is told of each
+// operation once it is queued, with its DID's declared anchor origin, and of nothing refused.
+func TestAcceptedFuncHearsOfQueuedOperations(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	type heard struct {
+		typ    sidetree.OperationType
+		opID   string
+		origin string
+	}
+	var got []heard
+	svc, err := New(Config{Profile: sidetree.DefaultProfile(), AllowedOrigins: []string{AllowAllOrigins},
+		AcceptedFunc: func(op *sidetree.Operation, opID, origin string) { got = append(got, heard{op.Type, opID, origin}) },
+	}, b.queue, b.ledger.state, b.pending)
+	require.NoError(t, err)
+	w := wallet.New(wallet.Config{AnchorOrigin: "https://a.example"})
+	id, create, err := w.Create()
+	require.NoError(t, err)
+	_, err = svc.Submit(t.Context(), create)
+	require.NoError(t, err)
+	_, err = svc.Submit(t.Context(), create)
+	require.Equal(t, CodeOperationPending, code(err))
+	b.index(t, create)
+	update, err := w.Update(id)
+	require.NoError(t, err)
+	_, err = svc.Submit(t.Context(), update)
+	require.NoError(t, err)
+	require.Equal(t, []heard{
+		{sidetree.OperationCreate, b.queue.added[0].OpID, ""},
+		{sidetree.OperationUpdate, b.queue.added[1].OpID, "https://a.example"},
+	}, got)
+}

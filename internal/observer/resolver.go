@@ -45,6 +45,9 @@ type Resolver struct {
 
 	// miss is called for a did:orb name of a DID not held here (SetMissFunc); nil: nothing.
 	miss atomic.Pointer[func(did string)]
+	// orbOps is what did:orb resolutions do beyond the index rows (SetOrbOperations); nil:
+	// nothing.
+	orbOps atomic.Pointer[OrbOperations]
 
 	mu        sync.Mutex
 	cache     map[string]cachedState
@@ -198,6 +201,9 @@ func (r *Resolver) Resolve(ctx context.Context, did string) ([]byte, sidetree.Re
 	d, err := sidetree.ParseDID(r.profile, did)
 	if err != nil {
 		return nil, 0, err
+	}
+	if d.IsOrb() && r.orbLatest(d.Suffix) {
+		return r.resolveLatest(ctx, d, nil, nil, nil, nil)
 	}
 	st, err := r.State(ctx, d.Suffix)
 	if err != nil {

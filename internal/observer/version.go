@@ -38,6 +38,9 @@ func (r *Resolver) ResolveVersion(ctx context.Context, did, versionID string, ve
 	}
 	anchors := anchorCache{st: r.st, seen: map[int64]store.Anchor{}}
 	if versionID == "" && versionTime.IsZero() {
+		if d.IsOrb() && r.orbLatest(d.Suffix) {
+			return r.resolveLatest(ctx, d, nil, &anchors, nil, nil)
+		}
 		st, err := r.State(ctx, d.Suffix)
 		if err != nil {
 			return nil, 0, err

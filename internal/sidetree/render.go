@@ -53,6 +53,12 @@ type Metadata struct {
 	// canonical name is known yet (the anchor has no hashlink yet) and neither is written.
 	CanonicalRef   string
 	EquivalentRefs []string
+	// UnpublishedOps and PublishedOps are the DID's operations as Orb lists them in a did:orb
+	// result's method metadata (unpublishedOperations, publishedOperations), for a domain that
+	// resolves the DID from its anchor origin; empty lists are not written. Other profiles
+	// ignore them.
+	UnpublishedOps []OrbUnpublishedOperation
+	PublishedOps   []OrbPublishedOperation
 }
 
 // RenderResolutionWithMetadata is RenderResolution with m's members added to

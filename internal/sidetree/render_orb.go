@@ -78,6 +78,12 @@ func renderOrbResult(did *DID, st *State, m Metadata) []byte {
 	if o := st.Origin(); o != "" {
 		method["anchorOrigin"] = o
 	}
+	if len(m.UnpublishedOps) > 0 {
+		method["unpublishedOperations"] = m.UnpublishedOps
+	}
+	if len(m.PublishedOps) > 0 {
+		method["publishedOperations"] = m.PublishedOps
+	}
 	meta := map[string]any{"method": method}
 	if st.Deactivated {
 		meta["deactivated"] = true
@@ -112,7 +118,8 @@ func renderOrbResult(did *DID, st *State, m Metadata) []byte {
 		Meta     map[string]any `json:"didDocumentMetadata"`
 	}{resolutionContext, doc, meta})
 	if err != nil {
-		// Every value above is a string, a bool or JSON this package validated.
+		// Every value above is a string, a bool, JSON this package validated or a list of
+		// operations (strings, numbers and bytes).
 		panic("render did:orb result: " + err.Error())
 	}
 	return out

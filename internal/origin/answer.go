@@ -1,0 +1,150 @@
+package origin
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/anchord/anchord/internal/observer"
+	"github.com/anchord/anchord/internal/sidetree"
+)
+
+// result is the part of a did:orb resolution result that Orb's rules compare, and the lists an
+// origin merges from.
+type result struct {
+	Document json.RawMessage `json:"didDocument"`
+	Meta     struct {
+		CanonicalID json.RawMessage `json:"canonicalId"`
+		Method      struct {
+			AnchorOrigin       json.RawMessage `json:"anchorOrigin"`
+			UpdateCommitment   json.RawMessage `json:"updateCommitment"`
+			RecoveryCommitment json.RawMessage `json:"recoveryCommitment"`
+			Unpublished        []listed        `json:"unpublishedOperations"`
+			Published          []listed        `json:"publishedOperations"`
+		} `json:"method"`
+	} `json:"didDocumentMetadata"`
+}
+
+// listed is an operation as Orb lists it (sidetree-go's PublishedOperation and
+// UnpublishedOperation; anchorOrigin is not read).
+type listed struct {
+	Type                 sidetree.OperationType `json:"type"`
+	Operation            []byte                 `json:"operation"`
+	TransactionTime      int64                  `json:"transactionTime"`
+	CanonicalReference   string                 `json:"canonicalReference"`
+	EquivalentReferences []string               `json:"equivalentReferences"`
+}
+
+// parseResult reads a resolution result, the local one or an origin's.
+func parseResult(body []byte) (*result, error) {
+	var r result
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("%w: %w", errInvalid, err)
+	}
+	return &r, nil
+}
+
+// anchorOrigin is the result's anchor origin, "" when it names none (or not as a string).
+func (r *result) anchorOrigin() string {
+	var s string
+	if json.Unmarshal(r.Meta.Method.AnchorOrigin, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// operations converts the origin's lists, within maxOps and Orb's operation size.
+func (r *result) operations(maxOps int) (published, unpublished []observer.OriginOperation, err error) {
+	m := r.Meta.Method
+	if n := len(m.Published) + len(m.Unpublished); n > maxOps {
+		return nil, nil, fmt.Errorf("%w: %d operations listed, at most %d taken", errInvalid, n, maxOps)
+	}
+	convert := func(l listed) (observer.OriginOperation, error) {
+		if len(l.Operation) > sidetree.OrbMaxOperationSize {
+			return observer.OriginOperation{}, fmt.Errorf("%w: an operation of %d bytes", errInvalid, len(l.Operation))
+		}
+		o := observer.OriginOperation{Type: l.Type, Request: l.Operation, Time: time.Unix(max(l.TransactionTime, 0), 0)}
+		return o, nil
+	}
+	for _, l := range m.Published {
+		o, err := convert(l)
+		if err != nil {
+			return nil, nil, err
+		}
+		if o.Ref = l.CanonicalReference; o.Ref == "" {
+			return nil, nil, fmt.Errorf("%w: a published operation without canonicalReference", errInvalid)
+		}
+		for _, ref := range l.EquivalentReferences {
+			if sidetree.OrbAnchorHash(ref) == o.Ref {
+				o.Hashlink = ref
+				break
+			}
+		}
+		published = append(published, o)
+	}
+	for _, l := range m.Unpublished {
+		o, err := convert(l)
+		if err != nil {
+			return nil, nil, err
+		}
+		unpublished = append(unpublished, o)
+	}
+	return published, unpublished, nil
+}
+
+// agree applies Orb's rules to the origin's answer and the merged local result: the same
+// document (compared canonically), the same update and recovery commitments (both present),
+// the same anchor origin and the same canonicalId. It returns what differs, "" when they agree.
+func agree(origin, merged *result) string {
+	if !sameJSON(origin.Document, merged.Document) {
+		return "document"
+	}
+	o, m := origin.Meta.Method, merged.Meta.Method
+	for _, c := range []struct {
+		name string
+		a, b json.RawMessage
+	}{{"updateCommitment", o.UpdateCommitment, m.UpdateCommitment}, {"recoveryCommitment", o.RecoveryCommitment, m.RecoveryCommitment}} {
+		if len(c.a) == 0 || len(c.b) == 0 {
+			return c.name + " missing"
+		}
+		if !sameJSON(c.a, c.b) {
+			return c.name
+		}
+	}
+	if !sameJSON(o.AnchorOrigin, m.AnchorOrigin) {
+		return "anchorOrigin"
+	}
+	if !sameJSON(origin.Meta.CanonicalID, merged.Meta.CanonicalID) {
+		return "canonicalId"
+	}
+	return ""
+}
+
+// sameJSON compares two JSON values canonically (object members sorted, numbers as written);
+// absent equals absent.
+func sameJSON(a, b json.RawMessage) bool {
+	ca, errA := canonical(a)
+	cb, errB := canonical(b)
+	return errA == nil && errB == nil && bytes.Equal(ca, cb)
+}
+
+func canonical(raw json.RawMessage) ([]byte, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
+// unpublishedName reports whether did is a did:orb name of a DID before anchoring (uAAA), which
+// Orb does not resolve at the origin.
+func unpublishedName(did string) bool {
+	return strings.Contains(did, ":"+sidetree.OrbUnpublishedLabel+":")
+}
