@@ -11,7 +11,10 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
@@ -39,14 +42,60 @@ func durationText(_ []string, a slog.Attr) slog.Attr {
 }
 
 // Capture makes l the destination of klog and of the standard library's log package (and
-// slog's default logger). Both are process-wide, so only main calls it, before anything logs.
+// slog's default logger). Both are process-wide: main calls it once, before anything logs; the
+// tests call it once per in-process server, while goroutines of another (tessera's) may log.
 func Capture(l *slog.Logger) {
 	slog.SetDefault(l)
 	tessera := l.With("component", "tessera")
-	// klog hands unstructured calls (Infof, Warningf, Errorf: all tessera makes) to the buffer
-	// writer with klog's header, which carries the severity; its structured calls go to the
-	// logr side as they are.
-	klog.SetLoggerWithOptions(logr.FromSlogHandler(tessera.Handler()), klog.WriteKlogBuffer(func(b []byte) { writeKlog(tessera, b) }))
+	klogTarget.Store(tessera)
+	// klog's logger may only be set before anything logs through it (klog reads it without a
+	// lock), so it is set once, to a logger that follows klogTarget.
+	klogOnce.Do(func() {
+		// klog hands unstructured calls (Infof, Warningf, Errorf: all tessera makes) to the
+		// buffer writer with klog's header, which carries the severity; its structured calls go
+		// to the logr side as they are.
+		klog.SetLoggerWithOptions(logr.FromSlogHandler(followHandler{}),
+			klog.WriteKlogBuffer(func(b []byte) { writeKlog(klogTarget.Load(), b) }))
+	})
+}
+
+var (
+	klogOnce   sync.Once
+	klogTarget atomic.Pointer[slog.Logger]
+)
+
+// followHandler is a slog.Handler that hands each record to klogTarget's handler of the moment,
+// with the attributes and groups added to it on the way.
+type followHandler struct {
+	steps []func(slog.Handler) slog.Handler
+}
+
+func (h followHandler) target() slog.Handler {
+	t := klogTarget.Load().Handler()
+	for _, step := range h.steps {
+		t = step(t)
+	}
+	return t
+}
+
+func (h followHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.target().Enabled(ctx, level)
+}
+
+func (h followHandler) Handle(ctx context.Context, r slog.Record) error {
+	return h.target().Handle(ctx, r)
+}
+
+func (h followHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return h.with(func(t slog.Handler) slog.Handler { return t.WithAttrs(attrs) })
+}
+
+func (h followHandler) WithGroup(name string) slog.Handler {
+	return h.with(func(t slog.Handler) slog.Handler { return t.WithGroup(name) })
+}
+
+func (h followHandler) with(step func(slog.Handler) slog.Handler) followHandler {
+	return followHandler{steps: append(slices.Clip(h.steps), step)}
 }
 
 // writeKlog logs one klog line, "Lmmdd hh:mm:ss.uuuuuu threadid file:line] message", at the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log"
 	"log/slog"
 	"os"
@@ -91,7 +92,7 @@ func TestCaptureRoutesKlogAndTheLogPackage(t *testing.T) { //nolint:paralleltest
 	prev := slog.Default()
 	Capture(New("json", "debug", &buf))
 	t.Cleanup(func() {
-		klog.ClearLogger()
+		Capture(prev)
 		slog.SetDefault(prev)
 		log.SetOutput(os.Stderr)
 		log.SetFlags(log.LstdFlags)
@@ -125,4 +126,51 @@ func TestCaptureRoutesKlogAndTheLogPackage(t *testing.T) { //nolint:paralleltest
 			require.Contains(t, got[i]["caller"], "logger_test.go:", got[i])
 		}
 	}
+}
+
+// TestCaptureAgainWhileKlogIsInUse: an in-process server of the tests captures the loggers while
+// another one's tessera goroutines log through klog; klog's logger is set once, and a later
+// Capture re-routes klog's lines (structured ones too) without a race.
+func TestCaptureAgainWhileKlogIsInUse(t *testing.T) { //nolint:paralleltest // changes process-wide loggers
+	prev := slog.Default()
+	t.Cleanup(func() {
+		Capture(prev)
+		log.SetOutput(os.Stderr)
+		log.SetFlags(log.LstdFlags)
+	})
+	Capture(New("json", "debug", io.Discard))
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				klog.V(1).Info("publishing")
+				klog.InfoS("integrated", "size", 1)
+			}
+		}
+	}()
+	var last *anchordtest.SyncBuffer
+	for range 50 {
+		last = &anchordtest.SyncBuffer{}
+		Capture(New("json", "debug", last))
+	}
+	close(stop)
+	<-done
+
+	klog.InfoS("integrated", "size", 7)
+	klog.Infof("Initializing directory for POSIX log at %q", "data/log")
+	lines := strings.Split(strings.TrimSpace(last.String()), "\n")
+	require.GreaterOrEqual(t, len(lines), 2)
+	var structured, plain map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-2]), &structured))
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &plain))
+	require.Equal(t, "integrated", structured["msg"], structured)
+	require.Equal(t, "tessera", structured["component"], structured)
+	require.EqualValues(t, 7, structured["size"], structured)
+	require.Equal(t, `Initializing directory for POSIX log at "data/log"`, plain["msg"], plain)
+	require.Equal(t, "tessera", plain["component"], plain)
 }
