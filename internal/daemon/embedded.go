@@ -58,7 +58,7 @@ func embedded(ctx context.Context, c *core) error {
 	known := observer.NewUnfilledKnown()
 	obs, err := c.writePath(writeParts{
 		queue: queue, intake: queue, restore: queue.Restore, backend: backend,
-		reservations: pending, release: pending.ReleaseIndexed, unpublished: unpublished, fetch: svc.Client().Fetch,
+		reservations: pending, release: pending.ReleaseIndexed, committing: pending.Committing, unpublished: unpublished, fetch: svc.Client().Fetch,
 		known: known, observerPoll: embeddedObserverPoll, indexTxRows: indexTxRows(c.st),
 	})
 	if err != nil {

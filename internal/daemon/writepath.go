@@ -29,9 +29,11 @@ type writeParts struct {
 	// restore is how a retried dead letter goes back.
 	restore deadletter.RequeueFunc
 	// reservations hold one pending operation per DID; the observer ends them with release
-	// (in memory, after the index commits) or releaseTx (in the database, inside it).
+	// (in memory, after the index commits; committing marks them while it is under way) or
+	// releaseTx (in the database, inside it).
 	reservations intake.Reservations
 	release      func(ops []store.DIDOperation)
+	committing   func(ops []store.DIDOperation) (done func())
 	releaseTx    func(ctx context.Context, tx store.Executor, ops []store.DIDOperation) error
 	backend      anchor.Backend
 	// unpublished is the did:orb profile's store of unpublished operations
@@ -72,7 +74,7 @@ func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 		})
 	}
 	obs, err := observer.New(observer.Config{
-		Profile: c.profile, Limits: c.limits, PollInterval: p.observerPoll, ReleaseFunc: release, ReleaseTxFunc: p.releaseTx, IndexTxRows: p.indexTxRows,
+		Profile: c.profile, Limits: c.limits, PollInterval: p.observerPoll, ReleaseFunc: release, CommittingFunc: p.committing, ReleaseTxFunc: p.releaseTx, IndexTxRows: p.indexTxRows,
 		Known: p.known, Resolver: resolver, Announcer: p.announcer, IndexedFunc: c.notifyIndexed, Logger: c.log("observer"), Registerer: c.reg,
 	}, c.st, c.cas.FetchFunc)
 	if err != nil {

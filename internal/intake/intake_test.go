@@ -253,6 +253,57 @@ func TestReservationsEndOnlyByTheirOwnOperation(t *testing.T) {
 	require.Zero(t, p.Len())
 }
 
+// TestHoldWaitsForTheHolderBeingIndexed: between the observer's commit and its release a
+// resolution already shows the holder's operation; a Hold for the DID's next operation then
+// waits for the outcome instead of being refused. A failed commit leaves the holder, and the
+// Hold is refused; a Hold whose context ends stops waiting.
+func TestHoldWaitsForTheHolderBeingIndexed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := NewPending(time.Minute)
+	req := []byte(`{"type":"update"}`)
+	row := store.DIDOperation{Suffix: "a", Request: req}
+	require.True(t, p.Reserve("a", opqueue.OpIDOf(req)))
+
+	done := p.Committing([]store.DIDOperation{row, {Suffix: "unreserved", Request: req}})
+	held := make(chan bool, 1)
+	next := []byte(`{"type":"recover"}`)
+	go func() {
+		ok, err := p.Hold(ctx, "a", false, opqueue.OpIDOf(next))
+		require.NoError(t, err)
+		held <- ok
+	}()
+	select {
+	case ok := <-held:
+		t.Fatalf("Hold answered %v while the holder was being indexed", ok)
+	case <-time.After(50 * time.Millisecond):
+	}
+	p.ReleaseIndexed([]store.DIDOperation{row}) // the commit succeeded
+	done()
+	require.True(t, <-held, "the next operation takes the DID once its holder is indexed")
+
+	// The commit fails: the holder keeps the DID.
+	done = p.Committing([]store.DIDOperation{{Suffix: "a", Request: next}})
+	go func() {
+		ok, err := p.Hold(ctx, "a", false, "op-third")
+		require.NoError(t, err)
+		held <- ok
+	}()
+	done()
+	require.False(t, <-held, "refused: the holder was not indexed")
+
+	// A context that ends stops the wait.
+	other := []byte(`{"type":"create"}`)
+	require.True(t, p.Reserve("b", opqueue.OpIDOf(other)))
+	done = p.Committing([]store.DIDOperation{{Suffix: "b", Request: other}})
+	defer done()
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	ok, err := p.Hold(short, "b", false, "op-b2")
+	require.NoError(t, err)
+	require.False(t, ok)
+}
+
 func TestConcurrentSubmitsForOneDIDAcceptOne(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

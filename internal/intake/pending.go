@@ -18,6 +18,11 @@ import (
 // net, not the normal path. Only the holder's own end ends it: a late release of an operation
 // that no longer holds the DID (its reservation lapsed and another took it) leaves the new
 // holder alone.
+//
+// Between the observer's commit and ReleaseIndexed a resolution already shows the operation
+// while its reservation still holds the DID; a client that posts its next operation the moment
+// it sees the last one would be refused. So the observer marks the reservations it is indexing
+// (Committing), and a Hold that meets one waits for the commit's outcome instead of refusing.
 type Pending struct {
 	ttl time.Duration
 	now func() time.Time
@@ -29,6 +34,9 @@ type Pending struct {
 type reservation struct {
 	opID string
 	at   time.Time
+	// committing, while non-nil, is closed once the index transaction holding this operation
+	// has committed (the reservation is then gone) or failed.
+	committing chan struct{}
 }
 
 // PendingTTLDefault bounds how long a reservation can block a DID.
@@ -45,14 +53,49 @@ func NewPending(ttl time.Duration) *Pending {
 // Reserve takes suffix for operation opID. It reports false while a reservation younger than the
 // TTL holds the DID, even one of the same operation: a request sent twice is queued once.
 func (p *Pending) Reserve(suffix, opID string) bool {
+	ok, _ := p.reserve(suffix, opID)
+	return ok
+}
+
+// reserve is Reserve that, when the DID's holder is being indexed, also returns the channel that
+// is closed once that is decided.
+func (p *Pending) reserve(suffix, opID string) (bool, <-chan struct{}) {
 	now := p.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if r, taken := p.m[suffix]; taken && now.Sub(r.at) < p.ttl {
-		return false
+		return false, r.committing
 	}
 	p.m[suffix] = reservation{opID: opID, at: now}
-	return true
+	return true, nil
+}
+
+// Committing marks the reservations of ops as being indexed, before the observer writes their
+// first index rows. The returned func ends the mark; the observer calls it once the transaction
+// is decided, after ReleaseIndexed when it committed.
+func (p *Pending) Committing(ops []store.DIDOperation) (done func()) {
+	ch := make(chan struct{})
+	var marked []string
+	p.mu.Lock()
+	for _, op := range ops {
+		if r, ok := p.m[op.Suffix]; ok && r.committing == nil && r.opID == opqueue.OpIDOf(op.Request) {
+			r.committing = ch
+			p.m[op.Suffix] = r
+			marked = append(marked, op.Suffix)
+		}
+	}
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		for _, suffix := range marked {
+			if r, ok := p.m[suffix]; ok && r.committing == ch {
+				r.committing = nil
+				p.m[suffix] = r
+			}
+		}
+		p.mu.Unlock()
+		close(ch)
+	}
 }
 
 // ReserveAll reserves the DIDs of operations already queued (at start, before intake opens).
@@ -88,9 +131,20 @@ func (p *Pending) ReleaseIndexed(ops []store.DIDOperation) {
 	p.Release(keys)
 }
 
-// Hold implements Reservations: a reservation in this process's memory.
-func (p *Pending) Hold(_ context.Context, suffix string, _ bool, opID string) (bool, error) {
-	return p.Reserve(suffix, opID), nil
+// Hold implements Reservations: a reservation in this process's memory. A DID whose holder is
+// being indexed is waited for (the commit takes milliseconds); ctx bounds the wait.
+func (p *Pending) Hold(ctx context.Context, suffix string, _ bool, opID string) (bool, error) {
+	for {
+		ok, committing := p.reserve(suffix, opID)
+		if ok || committing == nil {
+			return ok, nil
+		}
+		select {
+		case <-committing:
+		case <-ctx.Done():
+			return false, nil
+		}
+	}
 }
 
 // Drop implements Reservations.

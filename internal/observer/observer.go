@@ -65,6 +65,11 @@ type Config struct {
 	// before the commit: a DID released earlier could take an operation checked against the
 	// state without them.
 	ReleaseFunc func(ops []store.DIDOperation)
+	// CommittingFunc, if set, is told of an anchor's operations before their first index rows
+	// are written; the func it returns is called once the outcome is decided, after ReleaseFunc
+	// when the rows committed (intake.Pending.Committing: between the commit and ReleaseFunc a
+	// resolution already shows an operation whose DID is still reserved).
+	CommittingFunc func(ops []store.DIDOperation) (done func())
 	// Known, if set, learns every suffix indexed, before its transaction commits. Setting it
 	// declares this Observer the only writer of the per-DID index (embedded mode).
 	Known *Known
@@ -316,6 +321,9 @@ func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) 
 	}
 	if o.cfg.Resolver != nil {
 		o.cfg.Resolver.Invalidate(suffixes)
+	}
+	if o.cfg.CommittingFunc != nil {
+		defer o.cfg.CommittingFunc(ops)()
 	}
 	last := ops
 	if n := o.sliceRows(); n > 0 {

@@ -30,7 +30,9 @@ type testBundle struct {
 	anchors  *anchor.Writer
 	wallet   *wallet.Wallet
 	released chan []store.DIDOperation
-	failCAS  atomic.Bool
+	// steps are the hooks' calls in order: "committing <n>", "released <n>", "done".
+	steps   chan string
+	failCAS atomic.Bool
 }
 
 func setup(t *testing.T, st store.Store) *testBundle {
@@ -41,7 +43,7 @@ func setup(t *testing.T, st store.Store) *testBundle {
 	require.NoError(t, err)
 	aw, err := anchor.NewWriter(anchor.Config{}, anchor.NewLocal(key))
 	require.NoError(t, err)
-	return &testBundle{st: st, cas: cs, anchors: aw, wallet: wallet.New(wallet.Config{}), released: make(chan []store.DIDOperation, 100)}
+	return &testBundle{st: st, cas: cs, anchors: aw, wallet: wallet.New(wallet.Config{}), released: make(chan []store.DIDOperation, 100), steps: make(chan string, 300)}
 }
 
 func (b *testBundle) observer(t *testing.T) *Observer {
@@ -55,7 +57,24 @@ func (b *testBundle) observer(t *testing.T) *Observer {
 			return real(uri, max)
 		}
 	}
-	o, err := New(Config{Profile: sidetree.DefaultProfile(), ReleaseFunc: func(ops []store.DIDOperation) { b.released <- ops }, Logger: anchordtest.Logger(t)}, b.st, fetch)
+	step := func(s string) {
+		select {
+		case b.steps <- s:
+		default: // only the first anchors' steps are looked at
+		}
+	}
+	o, err := New(Config{
+		Profile: sidetree.DefaultProfile(),
+		ReleaseFunc: func(ops []store.DIDOperation) {
+			step(fmt.Sprintf("released %d", len(ops)))
+			b.released <- ops
+		},
+		CommittingFunc: func(ops []store.DIDOperation) func() {
+			step(fmt.Sprintf("committing %d", len(ops)))
+			return func() { step("done") }
+		},
+		Logger: anchordtest.Logger(t),
+	}, b.st, fetch)
 	require.NoError(t, err)
 	o.signal.Init(t)
 	return o
@@ -124,6 +143,10 @@ func TestObserveIndexesAnchorsAndResolves(t *testing.T) {
 		}
 		require.ElementsMatch(t, want, got, "released once indexed, with the requests that name the operations")
 		require.ElementsMatch(t, []string{alice.Suffix, bob.Suffix}, []string{released[0].Suffix, released[1].Suffix})
+		for _, want := range []string{"committing 2", "released 2", "done"} {
+			require.Equal(t, want, anchordtest.WaitOrTimeout(t, b.steps, time.Second),
+				"the reservations are marked before the index is written and unmarked after their release")
+		}
 
 		st1, err := r.State(ctx, alice.Suffix)
 		require.NoError(t, err)
