@@ -325,7 +325,9 @@ func TestSubmitterRunDrainsTheBacklog(t *testing.T) {
 		go func() { errc <- s.Run(ctx) }()
 		accepted := 0
 		for accepted < 20 {
-			accepted += s.testSignals.round.WaitOrTimeout(t, 10*time.Second).Accepted
+			// A hang guard, not a speed check: a round is a claim, a ledger request and a
+			// commit, each of which a machine with a saturated disk can take seconds over.
+			accepted += s.testSignals.round.WaitOrTimeout(t, time.Minute).Accepted
 		}
 		cancel()
 		require.NoError(t, anchordtest.WaitOrTimeout(t, errc, 10*time.Second))
