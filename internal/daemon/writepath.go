@@ -53,7 +53,8 @@ func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 	}
 	c.obs = obs
 	c.resolver = resolver
-	anchors, err := anchor.NewWriter(anchor.Config{Logger: c.log("anchor"), Registerer: c.reg}, p.backend)
+	// An Orb domain orders a DID's operations by the whole second of their anchor's time.
+	anchors, err := anchor.NewWriter(anchor.Config{WholeSeconds: c.profile.Orb, Logger: c.log("anchor"), Registerer: c.reg}, p.backend)
 	if err != nil {
 		return nil, err
 	}
