@@ -95,7 +95,7 @@ func TestOrbNamesAcrossDomains(t *testing.T) {
 	code, body, err := a.api.post(plain)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusBadRequest, code)
-	require.Contains(t, string(body), "anchor_origin_missing")
+	require.Equal(t, "bad request: anchor origin must be specified", string(body))
 
 	canonical := func(d *relayDomain, id *wallet.Identity) orbResult {
 		var r orbResult

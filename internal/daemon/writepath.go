@@ -81,7 +81,7 @@ func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 	c.sup.add(StageWriters, "batch-writer", writer.Run)
 
 	c.routes = append(c.routes, httpapi.SidetreeRoutes(httpapi.SidetreeConfig{
-		Operations: in, Resolver: resolver, DIDMethod: c.profile.Method, VersionNotFound: observer.ErrNoSuchVersion, CAS: c.cas, CASNotFound: cas.ErrNotFound, CASInvalid: cas.ErrInvalidCID,
+		Operations: in, Resolver: resolver, DIDMethod: c.profile.Method, Orb: c.profile.Orb, VersionNotFound: observer.ErrNoSuchVersion, CAS: c.cas, CASNotFound: cas.ErrNotFound, CASInvalid: cas.ErrInvalidCID,
 		Anchors: c.st, Witnesses: c.st, RetryAfter: c.cfg.BatchWriterTimeout, MaxCASSize: batchfile.MaxChunkFileSizeDefault,
 		Logger: c.log("http"),
 	}))

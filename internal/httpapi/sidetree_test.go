@@ -69,7 +69,13 @@ var (
 
 func sidetreeServer(t *testing.T, maxBody int64) string {
 	t.Helper()
-	b := setup(t, Config{MaxBodyBytes: maxBody, Routes: SidetreeRoutes(SidetreeConfig{
+	return sidetreeServerWith(t, maxBody, func(*SidetreeConfig) {})
+}
+
+// sidetreeServerWith is sidetreeServer with its configuration changed by mutate.
+func sidetreeServerWith(t *testing.T, maxBody int64, mutate func(*SidetreeConfig)) string {
+	t.Helper()
+	cfg := SidetreeConfig{
 		Operations: opsFunc(func(_ context.Context, body []byte) ([]byte, error) {
 			switch string(body) {
 			case "create":
@@ -119,7 +125,9 @@ func sidetreeServer(t *testing.T, maxBody int64) string {
 			return out, nil
 		}),
 		RetryAfter: 2 * time.Second,
-	})})
+	}
+	mutate(&cfg)
+	b := setup(t, Config{MaxBodyBytes: maxBody, Routes: SidetreeRoutes(cfg)})
 	return b.base
 }
 
