@@ -337,6 +337,22 @@ func TestOrbResolvesAnchordDIDs(t *testing.T) {
 	}
 	t.Logf("%d anchors, each issued in a second of its own", len(seconds))
 	require.Empty(t, orb.problemsSince(mark), "Orb logged no warning or error while it followed anchord")
+
+	// anchord's activity sync reads the inbox of Orb, its follower, which refuses it (Orb shows
+	// its inbox only to its followers and witnesses, and anchord does not follow Orb): anchord
+	// says so once and leaves that inbox alone for the runs after, where it used to ask, and
+	// warn, at every run.
+	refused := func() float64 { return d.api.metricTotal(t, `anchord_federation_sync_refused_total{source="inbox"}`) }
+	syncRuns := func() float64 {
+		return d.api.metricTotal(t, `anchord_taskmgr_runs_total{result="ok",task="activity-sync"}`)
+	}
+	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool { return refused() >= 1 }, "anchord's sync asked Orb's inbox")
+	runs := syncRuns()
+	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool { return syncRuns() >= runs+2 }, "two more sync runs")
+	require.Equal(t, 1.0, refused(), "Orb's inbox was left alone after its refusal")
+	log := d.process().Log()
+	require.Equal(t, 1, strings.Count(log, "activity sync source refuses to be read"), "said once")
+	require.NotContains(t, log, "activity sync source failed")
 }
 
 // TestAnchordWitnessesOrb: a real Orb domain invites an anchord domain (did:orb profile) to
