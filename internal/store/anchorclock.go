@@ -20,7 +20,8 @@ type AnchorClock struct {
 type AnchorClockExecutor interface {
 	// AnchorClockGet returns the anchor clock. Inside a transaction it stays locked until the
 	// transaction ends (PostgreSQL: the row is read FOR UPDATE; SQLite: write transactions are
-	// serialised), so concurrent transactions that read and set it take turns.
+	// serialised), so concurrent transactions that read and set it take turns; outside one, a
+	// read on PostgreSQL waits for a transaction that holds it, and so sees its time.
 	AnchorClockGet(ctx context.Context) (AnchorClock, error)
 	// AnchorClockSet records the anchor clock.
 	AnchorClockSet(ctx context.Context, c AnchorClock) error
