@@ -145,11 +145,13 @@ func orbLoadSize() (creates, updates int) {
 }
 
 // TestOrbResolvesAnchordDIDs: a real Orb domain follows an anchord domain in the did:orb
-// profile. 100 creates and 20 updates are posted to anchord; every DID then resolves at Orb,
-// published, with the document anchord resolves and the canonical ID Orb computes from
-// anchord's anchor of its create (did:orb:<anchor hash>:<suffix>): Orb read anchord's batch files through
-// the hashlinks that name them, verified anchord's anchor credential against its did:web, and
-// logged no warning or error doing so. It prints Orb's accept→resolvable latency beside
+// profile. 100 creates are posted to anchord, and 20 updates, each as soon as its create is
+// anchored; every DID then resolves at Orb, published, with the document anchord resolves and
+// the canonical ID Orb computes from anchord's anchor of its create (did:orb:<anchor
+// hash>:<suffix>): Orb read anchord's batch files through the hashlinks that name them,
+// verified anchord's anchor credential against its did:web, applied every update (each
+// anchored in a later whole second than its create, as anchord spaces its did:orb anchors),
+// and logged no warning or error doing so. It prints Orb's accept→resolvable latency beside
 // anchord's own, measured by the same poller in the same run.
 func TestOrbResolvesAnchordDIDs(t *testing.T) {
 	orb := startOrb(t)
@@ -235,6 +237,22 @@ func TestOrbResolvesAnchordDIDs(t *testing.T) {
 	}
 	wg.Wait()
 	require.False(t, t.Failed())
+
+	// Updates of the first DIDs, each posted as soon as its create is anchored at anchord: an
+	// update's anchor may then follow its create's within the same second, which Orb (ordering
+	// a DID's operations by the whole second of their anchor's credential) would ignore without
+	// a word, were anchord's did:orb anchors not a second apart.
+	for _, x := range dids[:nUpdates] {
+		anchordtest.Eventually(t, time.Minute, 10*time.Millisecond, func() bool { return d.resolve(x.id.DID()).published },
+			"the create of %s is anchored at anchord", x.id.Suffix)
+		req, err := w.Update(x.id, wallet.AddServices(wallet.Service{ID: "u0", Type: "LinkedDomains", Endpoint: "https://example.org"}))
+		require.NoError(t, err)
+		// Accepted at once: a DID whose create resolves as published is no longer reserved
+		// (intake waits for a holder whose index commit is under way).
+		code, body, err := d.api.post(req)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, code, "the update of %s: %s", x.id.Suffix, body)
+	}
 	all := func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -261,20 +279,6 @@ func TestOrbResolvesAnchordDIDs(t *testing.T) {
 	}
 	t.Logf("accept→resolvable of anchord's DIDs: at Orb %s; at anchord %s", figures(atOrb), figures(atAnchord))
 
-	// Updates of the first DIDs reach Orb too. Orb orders a DID's operations by the whole second
-	// their anchor credential was issued in (its transaction number is always 0), and ignores,
-	// without a word, an update anchored in the same second as the DID's create. anchord does
-	// not yet space its anchors a second apart in the did:orb profile (docs/design/didorb.md,
-	// not done), so the updates are posted in a second after every create's anchor was issued
-	// (each create resolves, so its anchor was issued before now).
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
-	for _, x := range dids[:nUpdates] {
-		req, err := w.Update(x.id, wallet.AddServices(wallet.Service{ID: "u0", Type: "LinkedDomains", Endpoint: "https://example.org"}))
-		require.NoError(t, err)
-		code, body, err := d.api.post(req)
-		require.NoError(t, err)
-		require.Equal(t, http.StatusOK, code, string(body))
-	}
 	anchordtest.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() bool {
 		for _, x := range dids[:nUpdates] {
 			r := resolveAtOrb(t, "did:orb:uAAA:"+x.id.Suffix)
@@ -310,7 +314,39 @@ func TestOrbResolvesAnchordDIDs(t *testing.T) {
 		// Orb resolves the canonical form too.
 		require.Equal(t, http.StatusOK, resolveAtOrb(t, theirs.canonical).status, theirs.canonical)
 	}
+
+	// On the wire, no two of anchord's anchors carry an issuanceDate in one whole second.
+	seconds := map[int64]int{}
+	for _, raw := range d.outboxCreateActivities() {
+		a, err := activity.Parse(raw)
+		require.NoError(t, err)
+		content, err := a.Object.AnchorEvent.Object.Link().Replies[0].Content(vc.MaxDocumentSize)
+		require.NoError(t, err)
+		cred, err := vc.ParseCredential(content)
+		require.NoError(t, err)
+		seconds[cred.IssuanceDate().Unix()]++
+	}
+	for sec, n := range seconds {
+		require.Equal(t, 1, n, "anchors issued in second %d", sec)
+	}
+	t.Logf("%d anchors, each issued in a second of its own", len(seconds))
 	require.Empty(t, orb.problemsSince(mark), "Orb logged no warning or error while it followed anchord")
+
+	// anchord's activity sync reads the inbox of Orb, its follower, which refuses it (Orb shows
+	// its inbox only to its followers and witnesses, and anchord does not follow Orb): anchord
+	// says so once and leaves that inbox alone for the runs after, where it used to ask, and
+	// warn, at every run.
+	refused := func() float64 { return d.api.metricTotal(t, `anchord_federation_sync_refused_total{source="inbox"}`) }
+	syncRuns := func() float64 {
+		return d.api.metricTotal(t, `anchord_taskmgr_runs_total{result="ok",task="activity-sync"}`)
+	}
+	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool { return refused() >= 1 }, "anchord's sync asked Orb's inbox")
+	runs := syncRuns()
+	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool { return syncRuns() >= runs+2 }, "two more sync runs")
+	require.Equal(t, 1.0, refused(), "Orb's inbox was left alone after its refusal")
+	log := d.process().Log()
+	require.Equal(t, 1, strings.Count(log, "activity sync source refuses to be read"), "said once")
+	require.NotContains(t, log, "activity sync source failed")
 }
 
 // TestAnchordWitnessesOrb: a real Orb domain invites an anchord domain (did:orb profile) to

@@ -95,7 +95,7 @@ func TestOrbNamesAcrossDomains(t *testing.T) {
 	code, body, err := a.api.post(plain)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusBadRequest, code)
-	require.Contains(t, string(body), "anchor_origin_missing")
+	require.Equal(t, "bad request: anchor origin must be specified", string(body))
 
 	canonical := func(d *relayDomain, id *wallet.Identity) orbResult {
 		var r orbResult
@@ -301,6 +301,40 @@ func TestOrbDIDDiscovery(t *testing.T) {
 		require.Equal(t, atA.canonical, resolveOrb(t, c, atA.canonical).canonical, "and by its canonical name from then on")
 		require.Equal(t, http.StatusNotFound, resolveOrb(t, b, name).status, "B does not discover")
 	}
+
+	// A DID recovered after its create: its canonical anchor is the recover's, whose parent is
+	// the create's anchor. C fetches that one too, and applies both.
+	id, req, err := w.Create(wallet.AddServices(wallet.Service{ID: "home", Type: "LinkedDomains", Endpoint: "https://example.com"}))
+	require.NoError(t, err)
+	code, body, err := a.api.post(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code, string(body))
+	var created orbResult
+	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
+		created = resolveOrb(t, a, "did:orb:uAAA:"+id.Suffix)
+		return created.status == http.StatusOK && created.canonical != ""
+	}, "A names %s canonically", id.Suffix)
+	recover, err := w.Recover(id, wallet.AddServices(wallet.Service{ID: "moved", Type: "LinkedDomains", Endpoint: "https://example.org"}))
+	require.NoError(t, err)
+	anchordtest.Eventually(t, 10*time.Second, 10*time.Millisecond, func() bool {
+		code, body, err = a.api.post(recover)
+		require.NoError(t, err)
+		return code == http.StatusOK || !strings.Contains(string(body), "queueing_multiple_operations_per_did_not_allowed")
+	}, "the recover is taken")
+	require.Equal(t, http.StatusOK, code, string(body))
+	var recovered orbResult
+	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
+		recovered = resolveOrb(t, a, "did:orb:uAAA:"+id.Suffix)
+		return recovered.canonical != "" && recovered.canonical != created.canonical
+	}, "A names %s by its recover's anchor", id.Suffix)
+	name := recovered.equivalent[1]
+	var got orbResult
+	anchordtest.Eventually(t, time.Minute, 200*time.Millisecond, func() bool {
+		got = resolveOrb(t, c, name)
+		return got.status == http.StatusOK
+	}, "C discovers %s with its create's anchor", name)
+	require.Equal(t, resolveOrb(t, a, name), got, "C resolves %s as A does", name)
+	require.Contains(t, got.document, "https://example.org")
 	require.Positive(t, c.api.metric(t, `anchord_relay_anchors_total{outcome="applied"}`))
 }
 

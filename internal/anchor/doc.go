@@ -11,6 +11,10 @@
 //	witness  the anchor waits (pending) while package witness offers the record to witness
 //	         domains under the witness policy; it completes once their proofs satisfy it.
 //
+// In the did:orb profile (Config.WholeSeconds) the record's time, which the anchor credential
+// carries, comes from the anchor clock in the store, so that no two anchors of the domain fall
+// in one whole second (clock.go).
+//
 // An anchor is observed (its operations indexed per DID) only once complete. An anchor that
 // fails gives its operations back to the queue (the durability chain, link 4).
 package anchor

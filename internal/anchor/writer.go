@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,8 +59,13 @@ type Backend interface {
 type Config struct {
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
-	// NowFunc is the clock of record times; nil means time.Now.
+	// NowFunc is the clock of record times; nil means time.Now. Under WholeSeconds the database
+	// clock is used instead.
 	NowFunc func() time.Time
+	// WholeSeconds gives each anchor a time in a later whole second than the domain's previous
+	// anchor, from the anchor clock in the store (the did:orb profile: the time is the anchor
+	// credential's issuanceDate, and Orb orders a DID's operations by its whole second).
+	WholeSeconds bool
 }
 
 // Writer builds anchor records and passes them to a Backend.
@@ -67,6 +73,8 @@ type Writer struct {
 	backend Backend
 	cfg     Config
 	m       *metrics
+	// ahead: the last anchor's time was ahead of the database clock (see time).
+	ahead atomic.Bool
 }
 
 // NewWriter returns a Writer over backend.
@@ -93,11 +101,17 @@ func (w *Writer) Backend() Backend { return w.backend }
 // Write records the anchor of one batch in tx.
 func (w *Writer) Write(ctx context.Context, tx store.Executor, req Request) (store.Anchor, error) {
 	start := time.Now()
+	// The anchor clock first: it locks the clock until tx ends, so in a cluster the anchors'
+	// sequence numbers, taken after it, increase with their times.
+	at, err := w.time(ctx, tx)
+	if err != nil {
+		return store.Anchor{}, fmt.Errorf("write anchor %s: %w", req.AnchorString, err)
+	}
 	prev, err := previousAnchors(ctx, tx, req.Ops)
 	if err != nil {
 		return store.Anchor{}, fmt.Errorf("write anchor %s: %w", req.AnchorString, err)
 	}
-	rec := Record{Anchor: req.AnchorString, CoreIndex: req.CoreIndexCID, Previous: prev, Time: w.cfg.NowFunc().UTC()}
+	rec := Record{Anchor: req.AnchorString, CoreIndex: req.CoreIndexCID, Previous: prev, Time: at}
 	a, err := w.backend.Anchor(ctx, tx, req, rec)
 	if err != nil {
 		return store.Anchor{}, fmt.Errorf("write anchor %s: %w", req.AnchorString, err)

@@ -12,6 +12,7 @@ type metrics struct {
 	duration  prometheus.Histogram
 	fileBytes *prometheus.HistogramVec
 	shrunk    *prometheus.CounterVec
+	paced     prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -34,8 +35,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		shrunk: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "anchord_batch_shrunk_total", Help: "Batches cut smaller because a file would exceed its cap, by file.",
 		}, []string{"file"}),
+		paced: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "anchord_batch_clock_wait_seconds", Help: "Time a due batch waited for the whole second after the domain's latest anchor (did:orb profile).",
+			Buckets: []float64{.01, .05, .1, .25, .5, .75, 1},
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.batches, m.size, m.duration, m.fileBytes, m.shrunk} {
+	for _, c := range []prometheus.Collector{m.batches, m.size, m.duration, m.fileBytes, m.shrunk, m.paced} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register batch metrics: %w", err)
 		}

@@ -118,7 +118,15 @@ func (w *Writer) Run(ctx context.Context) error {
 		st := w.q.Status(now)
 		reason := w.due(st, now)
 		if reason != "" {
+			if wait := w.pace(ctx); wait > 0 && !loop.Sleep(ctx, wait) {
+				return w.flush(ctx)
+			}
 			_, err := w.runOnce(ctx, reason)
+			if errors.Is(err, anchor.ErrTooEarly) {
+				// Another instance anchored in this second; pace waits for the next.
+				w.cfg.Logger.DebugContext(ctx, "batch cut again in the next second", "error", err)
+				continue
+			}
 			if err != nil && ctx.Err() == nil {
 				failures++
 				wait := loop.Backoff(failures, 100*time.Millisecond, 2, 5*time.Second)
@@ -170,6 +178,21 @@ func (w *Writer) wait(st opqueue.Status, now time.Time) time.Duration {
 	return max(wait, time.Millisecond)
 }
 
+// pace returns how long to wait before cutting a due batch: in the did:orb profile, until the
+// second after the domain's latest anchor (anchor.Writer.Wait), so that the anchor can take the
+// present time. Operations that arrive meanwhile join the batch.
+func (w *Writer) pace(ctx context.Context) time.Duration {
+	wait, err := w.anchors.Wait(ctx, w.st)
+	if err != nil {
+		// The batch's own transaction meets the same database and reports it.
+		return 0
+	}
+	if wait > 0 {
+		w.m.paced.Observe(wait.Seconds())
+	}
+	return wait
+}
+
 // flush anchors everything available before the writer exits, within FlushTimeout, on a
 // context that outlives ctx. Whatever cannot be anchored in time stays queued.
 func (w *Writer) flush(ctx context.Context) error {
@@ -179,7 +202,14 @@ func (w *Writer) flush(ctx context.Context) error {
 		if w.q.Status(time.Now()).Available == 0 {
 			return nil
 		}
-		if _, err := w.runOnce(fctx, "flush"); err != nil {
+		if wait := w.pace(fctx); wait > 0 && !loop.Sleep(fctx, wait) {
+			break
+		}
+		_, err := w.runOnce(fctx, "flush")
+		if errors.Is(err, anchor.ErrTooEarly) {
+			continue
+		}
+		if err != nil {
 			w.cfg.Logger.WarnContext(fctx, "flush at shutdown incomplete; operations stay queued", "error", err)
 			return nil
 		}
@@ -265,6 +295,9 @@ func (w *Writer) runOnce(ctx context.Context, reason string) (Result, error) {
 			b.Return(0)
 		case errors.Is(err, store.ErrConflict):
 			// Another copy of an operation was anchored meanwhile; the next cut drops it.
+			b.Return(0)
+		case errors.Is(err, anchor.ErrTooEarly):
+			// Not the operations' fault: they are cut again in the next second.
 			b.Return(0)
 		default:
 			b.Nack(ctx, err)

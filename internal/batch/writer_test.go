@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -61,23 +62,23 @@ func setup(t *testing.T, st store.Store, mutate ...func(*Config)) *testBundle {
 	t.Helper()
 	q, err := opqueue.New(opqueue.Config{InstanceID: "i", Redelivery: testRedelivery, Logger: anchordtest.Logger(t)}, st)
 	require.NoError(t, err)
-	return setupWith(t, st, q, mutate...)
+	return setupWith(t, st, q, anchor.Config{}, mutate...)
 }
 
-// setupCluster builds a writer over a cluster queue, where second copies of operations can
-// arrive. Its broker is not run: nothing is consumed here.
-func setupCluster(t *testing.T, st store.Store) *testBundle {
+// setupCluster builds the writer of cluster instance id over a cluster queue, where second
+// copies of operations can arrive. Its broker is not run: nothing is consumed here.
+func setupCluster(t *testing.T, st store.Store, id string, ac anchor.Config, mutate ...func(*Config)) *testBundle {
 	t.Helper()
 	ps, err := mempubsub.New(mempubsub.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ps.Close() })
-	broker, err := opqueue.NewCluster(opqueue.Config{InstanceID: "i", Redelivery: testRedelivery, Logger: anchordtest.Logger(t)}, opqueue.BrokerConfig{}, st, ps)
+	broker, err := opqueue.NewCluster(opqueue.Config{InstanceID: id, Redelivery: testRedelivery, Logger: anchordtest.Logger(t)}, opqueue.BrokerConfig{}, st, ps)
 	require.NoError(t, err)
 	require.NoError(t, broker.Register(context.Background()))
-	return setupWith(t, st, broker.Queue())
+	return setupWith(t, st, broker.Queue(), ac, mutate...)
 }
 
-func setupWith(t *testing.T, st store.Store, q *opqueue.Queue, mutate ...func(*Config)) *testBundle {
+func setupWith(t *testing.T, st store.Store, q *opqueue.Queue, ac anchor.Config, mutate ...func(*Config)) *testBundle {
 	t.Helper()
 	ctx := context.Background()
 	b := &testBundle{st: st, wallet: wallet.New(wallet.Config{}), q: q}
@@ -86,7 +87,7 @@ func setupWith(t *testing.T, st store.Store, q *opqueue.Queue, mutate ...func(*C
 	b.cas = &flakyCAS{Store: cs}
 	key, err := anchor.LoadOrCreateDomainKey(ctx, st)
 	require.NoError(t, err)
-	aw, err := anchor.NewWriter(anchor.Config{}, anchor.NewLocal(key))
+	aw, err := anchor.NewWriter(ac, anchor.NewLocal(key))
 	require.NoError(t, err)
 	cfg := Config{Timeout: 50 * time.Millisecond, Profile: sidetree.DefaultProfile(), Logger: anchordtest.Logger(t)}
 	for _, m := range mutate {
@@ -219,7 +220,7 @@ func TestOneOperationPerDIDPerBatch(t *testing.T) {
 func TestSecondCopyOfAnAnchoredOperationIsNotAnchoredAgain(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st store.Store) {
-		b := setupCluster(t, st)
+		b := setupCluster(t, st, "i", anchor.Config{})
 		ctx := context.Background()
 		_, req, err := b.wallet.Create()
 		require.NoError(t, err)
@@ -367,5 +368,50 @@ func TestParkedOperationDoesNotHoldBackTheBatch(t *testing.T) {
 		left, err := st.OpQueueList(ctx, store.OpQueueListParams{InstanceID: "i", Limit: 10})
 		require.NoError(t, err)
 		require.Empty(t, left)
+	})
+}
+
+// TestWholeSecondsAcrossTwoWriters: two cluster instances cut batches from one database as
+// fast as they can, under the did:orb profile's rule. Their anchors, in sequence order, fall in
+// increasing whole seconds, none ahead of its transaction by more than the race for a second
+// explains: the writers wait for the next second instead of running ahead of the clock.
+func TestWholeSecondsAcrossTwoWriters(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st store.Store) {
+		const perWriter = 4
+		var writers []*testBundle
+		for _, id := range []string{"i", "j"} {
+			b := setupCluster(t, st, id, anchor.Config{WholeSeconds: true, Logger: anchordtest.Logger(t)}, func(c *Config) { c.MaxOperationCount = 2 })
+			b.addCreates(t, 2*perWriter)
+			writers = append(writers, b)
+		}
+		for _, b := range writers {
+			b.run(t)
+		}
+		ctx := context.Background()
+		var anchors []store.Anchor
+		anchordtest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() bool {
+			var err error
+			anchors, err = st.AnchorList(ctx, store.AnchorListParams{Limit: 100})
+			require.NoError(t, err)
+			return len(anchors) == 2*perWriter
+		}, "both writers anchored their batches")
+		for _, b := range writers {
+			b.stop(t)
+		}
+		var prev time.Time
+		for _, a := range anchors {
+			var rec anchor.Record
+			require.NoError(t, json.Unmarshal(a.Record, &rec))
+			require.Greater(t, rec.Time.Truncate(time.Second), prev.Truncate(time.Second), "anchor %d at %s after %s", a.Seq, rec.Time, prev)
+			require.Less(t, rec.Time.Sub(a.CreatedAt), 2*time.Second, "anchor %d at %s, written at %s", a.Seq, rec.Time, a.CreatedAt)
+			prev = rec.Time
+		}
+		waited := 0
+		for _, b := range writers {
+			waited += int(testutil.CollectAndCount(b.w.m.paced))
+			require.Positive(t, testutil.ToFloat64(b.w.m.batches.WithLabelValues("size")), "each writer cut batches")
+		}
+		require.Positive(t, waited, "the writers waited for the next second")
 	})
 }

@@ -82,7 +82,8 @@ func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 	}
 	c.obs = obs
 	c.resolver = resolver
-	anchors, err := anchor.NewWriter(anchor.Config{Logger: c.log("anchor"), Registerer: c.reg}, p.backend)
+	// An Orb domain orders a DID's operations by the whole second of their anchor's time.
+	anchors, err := anchor.NewWriter(anchor.Config{WholeSeconds: c.profile.Orb, Logger: c.log("anchor"), Registerer: c.reg}, p.backend)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +121,7 @@ func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 		}
 	}
 	c.routes = append(c.routes, httpapi.SidetreeRoutes(httpapi.SidetreeConfig{
-		Operations: in, Resolver: api, DIDMethod: c.profile.Method, OrbResults: c.profile.Orb, VersionNotFound: observer.ErrNoSuchVersion, CAS: c.cas, CASNotFound: cas.ErrNotFound, CASInvalid: cas.ErrInvalidCID,
+		Operations: in, Resolver: api, DIDMethod: c.profile.Method, Orb: c.profile.Orb, VersionNotFound: observer.ErrNoSuchVersion, CAS: c.cas, CASNotFound: cas.ErrNotFound, CASInvalid: cas.ErrInvalidCID,
 		Anchors: c.st, Witnesses: c.st, RetryAfter: c.cfg.BatchWriterTimeout, MaxCASSize: batchfile.MaxChunkFileSizeDefault,
 		Logger: c.log("http"),
 	}))

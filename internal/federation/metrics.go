@@ -14,7 +14,9 @@ type metrics struct {
 	inbox      *prometheus.CounterVec
 	syncQueued *prometheus.CounterVec
 	syncLag    *prometheus.GaugeVec
-	gauges     *prometheus.GaugeVec
+	// syncRefused counts a source's refusals to be read (401, 403).
+	syncRefused *prometheus.CounterVec
+	gauges      *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -39,6 +41,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "anchord_federation_sync_lag_activities",
 			Help: "Activities of a source collection not yet read by the activity sync, at its last run.",
 		}, []string{"source"}),
+		syncRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "anchord_federation_sync_refused_total",
+			Help: "Reads of a source collection the source refused (401, 403), after which the activity sync backs off from it, by source collection.",
+		}, []string{"source"}),
 		gauges: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "anchord_federation_items",
 			Help: "Federation state by kind: deliveries_pending, deliveries_parked, inbox_queued, inbox_parked, followers, following.",
@@ -47,7 +53,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.outbox, m.deliveries, m.inbox, m.syncQueued, m.syncLag, m.gauges} {
+	for _, c := range []prometheus.Collector{m.outbox, m.deliveries, m.inbox, m.syncQueued, m.syncLag, m.syncRefused, m.gauges} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register federation metrics: %w", err)
 		}

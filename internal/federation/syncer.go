@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/anchord/anchord/internal/activity"
+	"github.com/anchord/anchord/internal/peer"
 	"github.com/anchord/anchord/internal/store"
 )
 
@@ -19,6 +22,16 @@ const SyncTaskID = "activity-sync"
 
 // maxSyncPages bounds the pages one source is read in one run, whatever it answers.
 const maxSyncPages = 1000
+
+// A source that refuses to be read (401 or 403) is tried again after refusedBackoffMin, then
+// after twice as long each time, up to refusedBackoffMax. Orb shows its inbox only to its
+// followers and witnesses (an anchord domain only to its followers, witnesses and the domains
+// it follows): a domain that follows us and that we do not follow refuses for as long as that
+// lasts, and trying every run would only repeat the refusal.
+const (
+	refusedBackoffMin = time.Minute
+	refusedBackoffMax = time.Hour
+)
 
 // Syncer is the activity sync: what push missed, it pulls. Each run reads, from a stored
 // position, the inbox of each follower (for our own Creates, which we may have lost) and the
@@ -30,14 +43,27 @@ type Syncer struct {
 	s *Service
 	// accelerated is set when the last run spent its budget.
 	accelerated atomic.Bool
+
+	mu sync.Mutex
+	// refused holds the sources (actor!box) that refused to be read, until when they are left
+	// alone; forgotten once one is read again.
+	refused map[string]refusal
+}
+
+// refusal is a source that refused to be read: not tried again before until; wait is the
+// back-off that set until.
+type refusal struct {
+	until time.Time
+	wait  time.Duration
 }
 
 // SyncResult is what one run did.
 type SyncResult struct {
 	// Queued counts activities queued into the inbox.
 	Queued int
-	// Sources counts collections read; Failed those that could not be.
-	Sources, Failed int
+	// Sources counts collections read; Failed those that could not be; Refused those left
+	// alone because they refused to be read (see refusedBackoffMin).
+	Sources, Failed, Refused int
 }
 
 // syncPosition is where the sync stopped in a source collection: the page, the items of it
@@ -49,7 +75,7 @@ type syncPosition struct {
 }
 
 // Syncer returns the service's activity sync.
-func (s *Service) Syncer() *Syncer { return &Syncer{s: s} }
+func (s *Service) Syncer() *Syncer { return &Syncer{s: s, refused: map[string]refusal{}} }
 
 // RunTask is one run of the task.
 func (y *Syncer) RunTask(ctx context.Context, _ int64) error {
@@ -104,13 +130,23 @@ func (y *Syncer) runOnce(ctx context.Context) (SyncResult, error) {
 		if budget <= 0 || ctx.Err() != nil {
 			break
 		}
+		if y.leftAlone(src.actor, src.box) {
+			res.Refused++
+			continue
+		}
 		res.Sources++
 		n, err := y.syncSource(ctx, src.actor, src.box, src.liveSince, budget)
 		budget -= n
 		res.Queued += n
-		if err != nil {
+		switch {
+		case err != nil && refusedRead(err):
+			res.Failed++
+			y.refuse(ctx, src.actor, src.box, err)
+		case err != nil:
 			res.Failed++
 			s.cfg.Logger.WarnContext(ctx, "activity sync source failed", "actor", src.actor, "collection", src.box, "error", err)
+		default:
+			y.readAgain(ctx, src.actor, src.box)
 		}
 	}
 	y.accelerated.Store(budget <= 0)
@@ -118,6 +154,52 @@ func (y *Syncer) runOnce(ctx context.Context) (SyncResult, error) {
 		s.cfg.Logger.InfoContext(ctx, "activity sync queued missed activities", "activities", res.Queued, "sources", res.Sources)
 	}
 	return res, ctx.Err()
+}
+
+// refusedRead reports whether err is a source's refusal to be read by us.
+func refusedRead(err error) bool {
+	var se *peer.StatusError
+	return errors.As(err, &se) && (se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden)
+}
+
+// leftAlone reports whether a source that refused to be read is still left alone.
+func (y *Syncer) leftAlone(actor, box string) bool {
+	y.mu.Lock()
+	defer y.mu.Unlock()
+	r, ok := y.refused[actor+"!"+box]
+	return ok && y.s.cfg.NowFunc().Before(r.until)
+}
+
+// refuse records a source's refusal and backs off from it. The first refusal is a warning; the
+// ones after it, until the source is read again, are only counted.
+func (y *Syncer) refuse(ctx context.Context, actor, box string, err error) {
+	key := actor + "!" + box
+	y.mu.Lock()
+	r, again := y.refused[key]
+	r.wait = min(max(2*r.wait, refusedBackoffMin), refusedBackoffMax)
+	r.until = y.s.cfg.NowFunc().Add(r.wait)
+	y.refused[key] = r
+	y.mu.Unlock()
+	y.s.m.syncRefused.WithLabelValues(box).Inc()
+	if again {
+		y.s.cfg.Logger.DebugContext(ctx, "activity sync source still refuses", "actor", actor, "collection", box, "error", err, "retry_in", r.wait)
+		return
+	}
+	y.s.cfg.Logger.WarnContext(ctx, "activity sync source refuses to be read; it is tried again less and less often, and this is said again only once it has been read",
+		"actor", actor, "collection", box, "error", err, "retry_in", r.wait,
+		"hint", "an Orb domain shows its inbox only to its followers and witnesses: follow it to read what it received from us")
+}
+
+// readAgain forgets a source's refusal once it has been read.
+func (y *Syncer) readAgain(ctx context.Context, actor, box string) {
+	key := actor + "!" + box
+	y.mu.Lock()
+	_, was := y.refused[key]
+	delete(y.refused, key)
+	y.mu.Unlock()
+	if was {
+		y.s.cfg.Logger.InfoContext(ctx, "activity sync source read again", "actor", actor, "collection", box)
+	}
 }
 
 // syncSource reads one collection from its stored position and queues what passes the filter,

@@ -3,13 +3,19 @@ package federation
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/anchord/anchord/internal/activity"
+	"github.com/anchord/anchord/internal/anchordtest"
 	"github.com/anchord/anchord/internal/store"
 )
 
@@ -212,4 +218,94 @@ func TestSyncFetchesTheItemsAPageNamesByIRI(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, sent.Body, r.Body, "fetched whole when the page named it")
 	}
+}
+
+// refusingFollower is a stand-in for an Orb domain that follows us: it serves its actor, and
+// its inbox with the status the test sets (Orb answers 401 to a domain that is neither its
+// follower nor its witness); a 200 is an empty inbox.
+func refusingFollower(t *testing.T, status *atomic.Int32) string {
+	t.Helper()
+	var base string
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /services/orb", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", activity.MediaTypeActivity)
+		_, _ = fmt.Fprintf(w, `{"@context":"https://www.w3.org/ns/activitystreams","id":%q,"type":"Service","inbox":%q,"outbox":%q}`,
+			base+"/services/orb", base+"/services/orb/inbox", base+"/services/orb/outbox")
+	})
+	mux.HandleFunc("GET /services/orb/inbox", func(w http.ResponseWriter, r *http.Request) {
+		if code := int(status.Load()); code != http.StatusOK {
+			http.Error(w, "Unauthorized.", code)
+			return
+		}
+		w.Header().Set("Content-Type", activity.MediaTypeActivity)
+		if r.URL.Query().Get("page") == "" {
+			_, _ = fmt.Fprintf(w, `{"id":%q,"type":"OrderedCollection","totalItems":0,"first":%q}`, base+"/services/orb/inbox", base+"/services/orb/inbox?page=true")
+			return
+		}
+		_, _ = fmt.Fprintf(w, `{"id":%q,"type":"OrderedCollectionPage","totalItems":0,"orderedItems":[]}`, base+"/services/orb/inbox?page=true")
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	base = srv.URL
+	return base + "/services/orb"
+}
+
+// TestSyncBacksOffFromASourceThatRefuses: an Orb domain follows A, and A does not follow it, so
+// it does not let A read its inbox. A says so once, leaves that inbox alone for a minute, then
+// for twice as long each time it is refused again; once the inbox can be read, A reads it on
+// every run again and says so.
+func TestSyncBacksOffFromASourceThatRefuses(t *testing.T) {
+	t.Parallel()
+	logs := &anchordtest.SyncBuffer{}
+	a := newDomain(t, func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	var status atomic.Int32
+	status.Store(http.StatusUnauthorized)
+	orb := refusingFollower(t, &status)
+	ctx := context.Background()
+	require.NoError(t, a.st.RelationshipUpsert(ctx, store.RelationshipUpsertParams{Kind: store.RelationshipFollower, Actor: orb, Status: store.RelationshipAccepted}))
+	now := time.Now()
+	a.svc.cfg.NowFunc = func() time.Time { return now }
+	y := a.svc.Syncer()
+	warnings := func() int { return strings.Count(logs.String(), "level=WARN") }
+	run := func() SyncResult {
+		t.Helper()
+		res, err := y.runOnce(ctx)
+		require.NoError(t, err)
+		return res
+	}
+
+	require.Equal(t, SyncResult{Sources: 1, Failed: 1}, run())
+	require.Equal(t, 1, warnings(), logs.String())
+	require.Contains(t, logs.String(), "status 401")
+	for _, step := range []struct {
+		after time.Duration
+		want  SyncResult
+	}{
+		{0, SyncResult{Refused: 1}},                          // left alone: not asked
+		{59 * time.Second, SyncResult{Refused: 1}},           // for a minute
+		{2 * time.Second, SyncResult{Sources: 1, Failed: 1}}, // then asked, and refused again
+		{time.Minute, SyncResult{Refused: 1}},                // now left alone for two minutes
+		{time.Minute + time.Second, SyncResult{Sources: 1, Failed: 1}},
+	} {
+		now = now.Add(step.after)
+		require.Equal(t, step.want, run(), "%s later", step.after)
+	}
+	require.Equal(t, 1, warnings(), "said once: %s", logs.String())
+	require.Equal(t, 3.0, testutil.ToFloat64(a.svc.m.syncRefused.WithLabelValues("inbox")))
+
+	// The inbox can be read (A followed the Orb domain, say): read at the next try, and on
+	// every run after it.
+	status.Store(http.StatusOK)
+	now = now.Add(4*time.Minute + time.Second)
+	require.Equal(t, SyncResult{Sources: 1}, run(), logs.String())
+	require.Contains(t, logs.String(), "activity sync source read again")
+	require.Equal(t, SyncResult{Sources: 1}, run(), "no longer left alone")
+	require.Equal(t, 1, warnings())
+
+	// Another failure than a refusal is not backed off from: the next run asks again.
+	status.Store(http.StatusInternalServerError)
+	require.Equal(t, SyncResult{Sources: 1, Failed: 1}, run())
+	require.Equal(t, SyncResult{Sources: 1, Failed: 1}, run())
 }

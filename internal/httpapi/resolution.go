@@ -140,6 +140,9 @@ type versionQuery struct {
 
 func (v versionQuery) set() bool { return v.id != "" || !v.time.IsZero() }
 
+// errBothVersions refuses a resolution that asks for a versionId and a versionTime.
+var errBothVersions = errors.New("give versionId or versionTime, not both")
+
 // parseVersionQuery reads versionId and versionTime. versionTime is an RFC 3339 time; the
 // metadata's created and updated are written in whole seconds, and either can be passed back.
 func parseVersionQuery(r *http.Request) (versionQuery, error) {
@@ -156,7 +159,7 @@ func parseVersionQuery(r *http.Request) (versionQuery, error) {
 		v.time = t
 	}
 	if v.id != "" && !v.time.IsZero() {
-		return v, errors.New("give versionId or versionTime, not both")
+		return v, errBothVersions
 	}
 	return v, nil
 }
@@ -181,40 +184,54 @@ func (c SidetreeConfig) resolve(r *http.Request, did string, rep representation,
 // getIdentifier is GET /sidetree/v1/identifiers/{did}: the Sidetree REST API's resolution, with
 // content negotiation and versions. Errors have the API's {"code","message"} body.
 func (c SidetreeConfig) getIdentifier(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Vary", "Accept")
-	rep, ok := negotiate(r.Header.Get("Accept"))
-	if !ok {
-		WriteError(w, http.StatusNotAcceptable, "representation_not_supported",
-			"acceptable: "+mediaResolution+", "+mediaDIDLD+", "+mediaDIDJSON)
-		return
-	}
-	if rep == repDocumentLD && c.OrbResults {
-		rep = repDefault
+	rep := repDefault
+	if !c.Orb {
+		// Orb's answer is the same whatever the Accept (see orb.go).
+		w.Header().Set("Vary", "Accept")
+		var ok bool
+		if rep, ok = negotiate(r.Header.Get("Accept")); !ok {
+			WriteError(w, http.StatusNotAcceptable, "representation_not_supported",
+				"acceptable: "+mediaResolution+", "+mediaDIDLD+", "+mediaDIDJSON)
+			return
+		}
 	}
 	v, err := parseVersionQuery(r)
 	if err != nil {
-		WriteError(w, http.StatusBadRequest, "invalid_parameter", err.Error())
+		if errors.Is(err, errBothVersions) && c.Orb {
+			err = errors.New(orbBothVersions)
+		}
+		c.writeError(w, http.StatusBadRequest, "invalid_parameter", err.Error())
 		return
 	}
 	did := r.PathValue("did")
 	res, err := c.resolve(r, did, rep, v, false)
 	var se *sidetree.Error
 	switch {
+	case errors.As(err, &se) && c.Orb:
+		c.writeOrbInvalidDID(w, did)
+		return
 	case errors.As(err, &se):
 		WriteError(w, http.StatusBadRequest, string(se.Code), se.Message)
 		return
 	case c.VersionNotFound != nil && errors.Is(err, c.VersionNotFound):
-		WriteError(w, http.StatusNotFound, "version_not_found", "the DID has no such version")
+		c.writeError(w, http.StatusNotFound, "version_not_found", "the DID has no such version")
 		return
 	case err != nil:
 		c.Logger.ErrorContext(r.Context(), "resolve", "error", err)
 		w.Header().Set("Retry-After", "1")
-		WriteError(w, http.StatusServiceUnavailable, "unavailable", "resolution unavailable")
+		c.writeError(w, http.StatusServiceUnavailable, "unavailable", "resolution unavailable")
 		return
 	}
-	if res.status == sidetree.ResolutionNotFound {
+	switch {
+	case res.status == sidetree.ResolutionNotFound && c.Orb:
+		writeOrbText(w, http.StatusNotFound, orbTextPlain, orbDocumentNotFound)
+		return
+	case res.status == sidetree.ResolutionNotFound:
 		WriteError(w, http.StatusNotFound, "not_found", "DID not found")
 		return
+	case res.status == sidetree.ResolutionDeactivated && c.Orb:
+		// Orb answers a deactivated DID like any other; its metadata says it is deactivated.
+		res.status = sidetree.ResolutionFound
 	}
 	c.writeResolved(w, r, res, rep)
 }

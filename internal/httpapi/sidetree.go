@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -44,10 +45,8 @@ type SidetreeConfig struct {
 	// DIDMethod is the node's method ("ion", "ion:test"); the Universal Resolver path answers
 	// methodNotSupported for DIDs of other methods.
 	DIDMethod string
-	// OrbResults (the did:orb profile): the Sidetree path answers application/did+ld+json with
-	// the whole resolution result, as Orb's server answers every request there. Orb's resolver
-	// asks another domain for a DID with that media type and reads a resolution result.
-	OrbResults bool
+	// Orb makes the Sidetree path and /cas answer as Orb's do (the did:orb profile; orb.go).
+	Orb bool
 	// VersionNotFound classifies the Resolver's error for a version that does not exist
 	// (observer.ErrNoSuchVersion).
 	VersionNotFound error
@@ -93,19 +92,28 @@ func (c SidetreeConfig) postOperation(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		switch {
+		case errors.As(err, &mbe) && c.Orb:
+			// Orb reads any body and refuses it by the protocol's operation size.
+			c.writeRefused(w, string(sidetree.CodeOperationTooLarge),
+				fmt.Sprintf("operation size[%d] exceeds maximum operation size[%d]", max(r.ContentLength, mbe.Limit+1), sidetree.OrbMaxOperationSize))
+		case errors.As(err, &mbe):
 			WriteError(w, http.StatusRequestEntityTooLarge, "request_too_large", "request body exceeds "+strconv.FormatInt(mbe.Limit, 10)+" bytes")
-			return
+		default:
+			// The error names the connection's addresses; the client needs none of it.
+			c.Logger.DebugContext(r.Context(), "read request body", "error", err)
+			c.writeRefused(w, "invalid_request", "could not read the request body")
 		}
-		// The error names the connection's addresses; the client needs none of it.
-		c.Logger.DebugContext(r.Context(), "read request body", "error", err)
-		WriteError(w, http.StatusBadRequest, "invalid_request", "could not read the request body")
 		return
 	}
 	resp, err := c.Operations.Submit(r.Context(), body)
 	if err != nil {
 		c.writeOperationError(w, r, err)
 		return
+	}
+	if resp == nil && c.Orb {
+		// Orb encodes the nil result of an operation other than a create.
+		resp = []byte("null\n")
 	}
 	if resp == nil {
 		w.WriteHeader(http.StatusOK)
@@ -120,30 +128,41 @@ func (c SidetreeConfig) writeOperationError(w http.ResponseWriter, r *http.Reque
 	var se *sidetree.Error
 	switch {
 	case errors.As(err, &se):
-		WriteError(w, http.StatusBadRequest, string(se.Code), se.Message)
+		c.writeRefused(w, string(se.Code), se.Message)
 	case errors.Is(err, intake.ErrRetryLater):
 		// Frequent under load (the backlog is full), so at Debug; the cause may name internal
 		// addresses and stays out of the body.
 		c.Logger.DebugContext(r.Context(), "operation not accepted", "error", err)
 		w.Header().Set("Retry-After", strconv.Itoa(int((c.RetryAfter+time.Second-1)/time.Second)))
-		WriteError(w, http.StatusServiceUnavailable, "unavailable", intake.ErrRetryLater.Error())
+		c.writeError(w, http.StatusServiceUnavailable, "unavailable", intake.ErrRetryLater.Error())
 	case r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.
-		WriteError(w, http.StatusServiceUnavailable, "canceled", "request canceled")
+		c.writeError(w, http.StatusServiceUnavailable, "canceled", "request canceled")
 	default:
 		c.Logger.ErrorContext(r.Context(), "submit operation", "error", err)
-		WriteError(w, http.StatusInternalServerError, "internal_error", "internal error")
+		c.writeError(w, http.StatusInternalServerError, "internal_error", "internal error")
 	}
 }
 
 func (c SidetreeConfig) getCAS(w http.ResponseWriter, r *http.Request) {
-	data, err := c.CAS.Get(r.Context(), r.PathValue("cid"), c.MaxCASSize)
+	cid := r.PathValue("cid")
+	data, err := c.CAS.Get(r.Context(), cid, c.MaxCASSize)
+	notFound := c.CASNotFound != nil && errors.Is(err, c.CASNotFound)
+	invalid := c.CASInvalid != nil && errors.Is(err, c.CASInvalid)
 	switch {
-	case c.CASNotFound != nil && errors.Is(err, c.CASNotFound):
+	case c.Orb && (notFound || invalid):
+		// Orb looks up whatever it is given, and finds nothing.
+		writeOrbCASNotFound(w, cid)
+		return
+	case notFound:
 		WriteError(w, http.StatusNotFound, "not_found", "no content for this CID")
 		return
-	case c.CASInvalid != nil && errors.Is(err, c.CASInvalid):
+	case invalid:
 		WriteError(w, http.StatusBadRequest, "invalid_cid", "not a CID or content hash: expected CIDv0 (Qm...), base32 CIDv1 (b...), a sha2-256 resource hash (uEi...) or a hashlink (hl:uEi...)")
+		return
+	case err != nil && c.Orb:
+		c.Logger.ErrorContext(r.Context(), "cas get", "error", err)
+		writeOrbText(w, http.StatusInternalServerError, orbTextSniffed, "failure while finding content at "+cid)
 		return
 	case err != nil:
 		c.Logger.ErrorContext(r.Context(), "cas get", "error", err)

@@ -72,10 +72,10 @@ func sidetreeServer(t *testing.T, maxBody int64) string {
 	return sidetreeServerWith(t, maxBody, func(*SidetreeConfig) {})
 }
 
-// sidetreeServerWith is sidetreeServer with its configuration changed by change.
-func sidetreeServerWith(t *testing.T, maxBody int64, change func(*SidetreeConfig)) string {
+// sidetreeServerWith is sidetreeServer with its configuration changed by mutate.
+func sidetreeServerWith(t *testing.T, maxBody int64, mutate func(*SidetreeConfig)) string {
 	t.Helper()
-	c := SidetreeConfig{
+	cfg := SidetreeConfig{
 		Operations: opsFunc(func(_ context.Context, body []byte) ([]byte, error) {
 			switch string(body) {
 			case "create":
@@ -126,8 +126,8 @@ func sidetreeServerWith(t *testing.T, maxBody int64, change func(*SidetreeConfig
 		}),
 		RetryAfter: 2 * time.Second,
 	}
-	change(&c)
-	b := setup(t, Config{MaxBodyBytes: maxBody, Routes: SidetreeRoutes(c)})
+	mutate(&cfg)
+	b := setup(t, Config{MaxBodyBytes: maxBody, Routes: SidetreeRoutes(cfg)})
 	return b.base
 }
 

@@ -126,7 +126,8 @@ func TestResolveOrbNames(t *testing.T) {
 		require.Equal(t, sidetree.ResolutionNotFound, status)
 
 		// A DID nobody anchored: not found by any name; its long form resolves unpublished.
-		other, otherCreate, err := b.wallet.Create()
+		// (Orb's intake takes no delta without patches.)
+		other, otherCreate, err := b.wallet.Create(wallet.AddServices(wallet.Service{ID: "s", Type: "LinkedDomains", Endpoint: "https://example.com"}))
 		require.NoError(t, err)
 		_, status = resolve("did:orb:uAAA:" + other.Suffix)
 		require.Equal(t, sidetree.ResolutionNotFound, status)

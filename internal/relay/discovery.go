@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +29,10 @@ const (
 	maxJRDBytes = 64 << 10
 	// discoveryTimeout bounds one discovery.
 	discoveryTimeout = 30 * time.Second
+	// discoveryAncestors bounds the anchors one discovery fetches besides the DID's canonical
+	// one: its parents, theirs, and so on (Orb fetches every unprocessed ancestor, without a
+	// bound of its own; discoveryTimeout bounds it too).
+	discoveryAncestors = 100
 )
 
 // Discoverer is Orb's DID discovery (--enable-did-discovery): a did:orb DID this domain does not
@@ -35,9 +40,10 @@ const (
 // with a link), is looked up at that domain's WebFinger, which names the DID's anchor origin and
 // the hashlink of its canonical anchor; the anchor is then fetched from the origin and applied as
 // an anchor of the origin's (Receiver: the credential is checked against the origin's key, the
-// files against their hashes, missing parents wait). The resolution that asked answers "not
-// found"; a later one finds the DID, as at Orb. Every request goes through the same fetch as the
-// rest of federation (the outbound guard, its size caps and refusals).
+// files against their hashes), and so is each ancestor it needs first (its parents in
+// related.up, theirs, and so on), as Orb's anchor handler fetches them. The resolution that
+// asked answers "not found"; a later one finds the DID, as at Orb. Every request goes through
+// the same fetch as the rest of federation (the outbound guard, its size caps and refusals).
 type Discoverer struct {
 	recv   *Receiver
 	fetch  FetchFunc
@@ -126,16 +132,74 @@ func (d *Discoverer) runOnce(ctx context.Context, did string) (Applied, error) {
 	if _, err := activity.ParseHashlink(via); err != nil {
 		return Applied{}, fmt.Errorf("discover %s: via: %w", did, err)
 	}
-	raw, err := json.Marshal(activity.NewAnchorEvent(via, nil))
+	res, ancestors, err := d.applyChain(ctx, via, actor)
 	if err != nil {
-		return Applied{}, err
+		return res, fmt.Errorf("discover %s: %w", did, err)
 	}
-	res, err := d.recv.apply(ctx, event{raw: raw, sender: actor})
-	if err != nil {
-		return res, fmt.Errorf("discover %s: anchor %s: %w", did, via, err)
-	}
-	d.logger.InfoContext(ctx, "DID discovered", "did", did, "anchor", via, "origin", actor, "outcome", res.Outcome)
+	d.logger.InfoContext(ctx, "DID discovered", "did", did, "anchor", via, "origin", actor, "outcome", res.Outcome, "ancestors", ancestors)
 	return res, nil
+}
+
+// applyChain applies the anchor named by hashlink, fetched from actor's host, with every
+// ancestor it needs first: an anchor that waits for a parent has the parent applied (and that
+// one's, and so on), then is applied again, until it is applied or a parent cannot be had. It
+// returns the anchor's outcome and how many ancestors were fetched. A parent without a link on
+// actor's host is not fetched (the anchor waits for it, as one whose parent is missing does):
+// the linkset of an anchor is fetched only from its sender's host.
+func (d *Discoverer) applyChain(ctx context.Context, hashlink, actor string) (Applied, int, error) {
+	// Depth first: the top of the stack is applied; a missing parent goes on top of it, and the
+	// anchor is applied again once the parent is off (a batch may name several parents).
+	stack := []string{hashlink}
+	tried := map[string]bool{} // applied once already: it is in the waiting table
+	ancestors := 0
+	var res Applied
+	for len(stack) > 0 {
+		top := stack[len(stack)-1]
+		raw, err := json.Marshal(activity.NewAnchorEvent(top, nil))
+		if err != nil {
+			return Applied{}, ancestors, err
+		}
+		got, err := d.recv.apply(ctx, event{raw: raw, sender: actor, waiting: tried[top]})
+		if err != nil {
+			return got, ancestors, fmt.Errorf("anchor %s: %w", top, err)
+		}
+		tried[top] = true
+		if top == hashlink {
+			res = got
+		}
+		if got.Outcome != outcomeWaiting {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		parent := got.WaitingFor
+		switch {
+		case slices.Contains(stack, parent):
+			return res, ancestors, fmt.Errorf("anchor %s: its ancestors name it again", parent)
+		case ancestors == discoveryAncestors:
+			return res, ancestors, fmt.Errorf("more than %d ancestors are missing", discoveryAncestors)
+		case !linksTo(parent, hostBase(actor)):
+			// Anchored elsewhere (the DID's origin moved): it waits, as any anchor whose parent
+			// is missing does.
+			return res, ancestors, nil
+		}
+		ancestors++
+		stack = append(stack, parent)
+	}
+	return res, ancestors, nil
+}
+
+// linksTo reports whether hashlink has a link on base.
+func linksTo(hashlink, base string) bool {
+	h, err := activity.ParseHashlink(hashlink)
+	if err != nil {
+		return false
+	}
+	for _, l := range h.Links {
+		if hostBase(l) == base {
+			return true
+		}
+	}
+	return false
 }
 
 // discoveryJRD is the part of Orb's WebFinger answer for a DID that discovery reads.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/anchord/anchord/internal/activity"
+	"github.com/anchord/anchord/internal/anchor"
 	"github.com/anchord/anchord/internal/cas"
 	"github.com/anchord/anchord/internal/failpoint"
 	"github.com/anchord/anchord/internal/loop"
@@ -256,9 +257,31 @@ func (p *Publisher) link(ctx context.Context, a store.Anchor) (*activity.Link, e
 		}
 	}
 	now := time.Now().UTC()
-	return activity.BuildAnchorLink(content, p.cfg.MediaType, func(anchor, coreIndex string) ([]byte, error) {
-		return p.credential(anchor, coreIndex, now)
+	issued, err := p.issued(a, now)
+	if err != nil {
+		return nil, err
+	}
+	return activity.BuildAnchorLink(content, p.cfg.MediaType, func(hashlink, coreIndex string) ([]byte, error) {
+		return p.credential(hashlink, coreIndex, issued, now)
 	})
+}
+
+// issued is when anchor a's credential says it was issued: now, or in the did:orb profile the
+// anchor's own time, which the batch writer took from the anchor clock so that no two anchors
+// of this domain fall in one whole second (Orb orders a DID's operations by that second; the
+// publishing times of two anchors can be closer than their anchoring).
+func (p *Publisher) issued(a store.Anchor, now time.Time) (time.Time, error) {
+	if !p.cfg.Profile.Orb {
+		return now, nil
+	}
+	var rec anchor.Record
+	if err := json.Unmarshal(a.Record, &rec); err != nil {
+		return time.Time{}, fmt.Errorf("anchor %d: read its time from its record: %w", a.Seq, err)
+	}
+	if rec.Time.IsZero() {
+		return time.Time{}, fmt.Errorf("anchor %d: its record has no time", a.Seq)
+	}
+	return rec.Time.UTC(), nil
 }
 
 // suffixes returns the DIDs of anchor a in batch order: as the observer handed them over, or
@@ -287,14 +310,14 @@ func (p *Publisher) suffixes(ctx context.Context, a store.Anchor) ([]string, err
 	return suffixes, nil
 }
 
-// credential issues and signs the anchor credential of anchor with the domain key, as Orb's
+// credential issues and signs the anchor credential of hashlink with the domain key, as Orb's
 // origin does: issuer and verification method on the domain's did:web, domain its endpoint.
-func (p *Publisher) credential(anchor, coreIndex string, now time.Time) ([]byte, error) {
+func (p *Publisher) credential(hashlink, coreIndex string, issued, now time.Time) ([]byte, error) {
 	id := p.cfg.Identity
 	var nonce [16]byte
 	_, _ = rand.Read(nonce[:])
 	c, err := vc.NewAnchorCredential(vc.AnchorParams{
-		ID: id.Endpoint + "/vc/" + hex.EncodeToString(nonce[:]), Issuer: id.DID, Issued: now, HRef: anchor, Anchor: coreIndex,
+		ID: id.Endpoint + "/vc/" + hex.EncodeToString(nonce[:]), Issuer: id.DID, Issued: issued, HRef: hashlink, Anchor: coreIndex,
 	})
 	if err != nil {
 		return nil, err

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/anchord/anchord/internal/activity"
+	"github.com/anchord/anchord/internal/anchor"
+	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/sidetree/wallet"
 	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/vc"
@@ -189,4 +193,38 @@ func TestPublishTakesTheDIDsTheObserverHandedOver(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, c.Operations, 1)
 	require.NotEqual(t, x.Suffix, c.Operations[0].Suffix)
+}
+
+// In the did:orb profile an anchor's credential is issued at the anchor's own time (its
+// record's, which the batch writer keeps a whole second apart from the domain's previous
+// anchor's), not when it is published: two anchors published within one second still fall in
+// two seconds at Orb, which orders a DID's operations by that second.
+func TestOrbPublisherIssuesAtTheAnchorTime(t *testing.T) {
+	t.Parallel()
+	a := newDomain(t, newNetwork(), "a", sqlite(t))
+	times := []time.Time{time.Date(2026, 11, 26, 12, 0, 0, 500_000_000, time.UTC), time.Date(2026, 11, 26, 12, 0, 1, 0, time.UTC)}
+	next := times
+	var err error
+	a.anchors, err = anchor.NewWriter(anchor.Config{NowFunc: func() time.Time { now := next[0]; next = next[1:]; return now }}, anchor.NewLocal(a.id.Key))
+	require.NoError(t, err)
+	orb := sidetree.OrbProfile("a.test")
+	a.pub, err = NewPublisher(Config{Identity: a.id, Profile: orb, Limits: a.limits, Logger: anchordtest.Logger(t)}, a.st, a.cas, a.postTx)
+	require.NoError(t, err)
+	w := wallet.New(wallet.Config{})
+	x, createX, err := w.Create()
+	require.NoError(t, err)
+	a.anchorOps(createX)
+	updateX, err := w.Update(x)
+	require.NoError(t, err)
+	a.anchorOps(updateX)
+
+	creates := a.publishAll()
+	require.Len(t, creates, 2)
+	for i, p := range creates {
+		raw, err := p.act.Object.AnchorEvent.Object.Link().Replies[0].Content(0)
+		require.NoError(t, err)
+		cred, err := vc.ParseCredential(raw)
+		require.NoError(t, err)
+		require.True(t, times[i].Equal(cred.IssuanceDate()), "anchor %d issued %s, anchored %s", i, cred.IssuanceDate(), times[i])
+	}
 }

@@ -90,6 +90,8 @@ type Applied struct {
 	Seq        int64
 	Operations int
 	Stale      int
+	// WaitingFor is the parent the anchor waits for (outcome waiting).
+	WaitingFor string
 }
 
 // event is one anchor event to handle.
@@ -297,7 +299,7 @@ func (r *Receiver) applyEvent(ctx context.Context, ev event) (Applied, error) {
 	}
 	for _, p := range parents {
 		if _, ok := have[p]; !ok {
-			res.Outcome = outcomeWaiting
+			res.Outcome, res.WaitingFor = outcomeWaiting, p
 			return res, r.wait(ctx, ev, key, author, p)
 		}
 	}

@@ -119,12 +119,15 @@ func ParseOperation(body []byte, p Profile) (*Operation, error) {
 }
 
 // checkOrbIntake applies what Orb's parser checks of a request and not of an anchored
-// operation: anchorOrigin must be specified on a create or recover (its validator refuses nil
-// before it consults the allowed origins), and now must lie in [anchorFrom, anchorUntil), where
-// an anchorFrom alone stays valid for OrbAnchorWindow seconds.
+// operation, in its order: anchorOrigin must be specified on a create or recover (its validator
+// refuses nil before it consults the allowed origins), a delta has patches, and now must lie in
+// [anchorFrom, anchorUntil), where an anchorFrom alone stays valid for OrbAnchorWindow seconds.
 func (op *Operation) checkOrbIntake(now time.Time) *Error {
 	if (op.Type == OperationCreate || op.Type == OperationRecover) && op.AnchorOrigin == "" {
 		return Errorf(CodeMissingAnchorOrigin, "anchor origin must be specified")
+	}
+	if op.Delta != nil && len(op.Delta.Patches) == 0 {
+		return Errorf(CodeInvalidPatch, "missing patches")
 	}
 	from, until := op.AnchorFrom, op.AnchorUntil
 	if from == 0 && until == 0 {

@@ -122,11 +122,21 @@ func TestOrbProfileRejects(t *testing.T) {
 		{"anchorFrom alone expires after 1,700 s", c.update(&orbDID{suffix: d.suffix, update: d.update}, map[string]any{"anchorFrom": now.Add(-1701 * time.Second).Unix()}, orbService("u")), sidetree.CodeOperationExpired},
 		{"early", c.update(&orbDID{suffix: d.suffix, update: d.update}, map[string]any{"anchorFrom": now.Add(time.Hour).Unix()}, orbService("u")), sidetree.CodeOperationEarly},
 		{"anchor time not a number", c.update(&orbDID{suffix: d.suffix, update: d.update}, map[string]any{"anchorFrom": "soon"}, orbService("u")), sidetree.CodeInvalidSignedData},
+		{"a create without patches", func() []byte {
+			_, b := c.create([]any{}...)
+			return b
+		}(), sidetree.CodeInvalidPatch},
+		{"an update without patches", c.update(&orbDID{suffix: d.suffix, update: d.update}, nil, []any{}...), sidetree.CodeInvalidPatch},
 	} {
 		_, err := sidetree.ParseOperation(tc.body, p)
 		require.Equal(t, tc.code, sidetree.CodeOf(err), "%s: %v", tc.name, err)
 	}
-	_, err := sidetree.ParseOperation(create, p)
+	// Refused in Orb's words: an empty list, not a missing one.
+	noPatches := c.update(&orbDID{suffix: d.suffix, update: d.update}, nil, []any{}...)
+	require.Contains(t, string(noPatches), `"patches":[]`)
+	_, err := sidetree.ParseOperation(noPatches, p)
+	require.ErrorContains(t, err, "missing patches", "Orb's words")
+	_, err = sidetree.ParseOperation(create, p)
 	require.NoError(t, err)
 
 	// A header member other than alg and kid, an algorithm outside Orb's list, a curve outside it.

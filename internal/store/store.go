@@ -52,6 +52,7 @@ type Executor interface {
 	PendingExecutor
 	CASPinExecutor
 	AnchorLinkExecutor
+	AnchorClockExecutor
 	ActivityExecutor
 	LogCheckpointExecutor
 	CosignedCheckpointExecutor

@@ -82,7 +82,7 @@ func (w *Witnessing) Anchor(ctx context.Context, tx store.Executor, req anchor.R
 	if err != nil {
 		return store.Anchor{}, err
 	}
-	offered, batchOrigins, err := w.offerable(ctx, tx, a, req)
+	offered, batchOrigins, err := w.offerable(ctx, tx, a, req, rec.Time)
 	if err != nil {
 		return store.Anchor{}, fmt.Errorf("witness anchor %d: %w", a.Seq, err)
 	}
@@ -134,9 +134,9 @@ func (w *Witnessing) Anchor(ctx context.Context, tx store.Executor, req anchor.R
 }
 
 // offerable builds what anchor a offers: its link (the did:orb layout), the credential without
-// proofs, and this domain's proof. It also returns the other domains whose anchors hold a
-// previous operation of a DID in the batch (the batch witnesses).
-func (w *Witnessing) offerable(ctx context.Context, tx store.Executor, a store.Anchor, req anchor.Request) (store.WitnessAnchor, []string, error) {
+// proofs, issued at the anchor's time, and this domain's proof. It also returns the other
+// domains whose anchors hold a previous operation of a DID in the batch (the batch witnesses).
+func (w *Witnessing) offerable(ctx context.Context, tx store.Executor, a store.Anchor, req anchor.Request, issued time.Time) (store.WitnessAnchor, []string, error) {
 	id := w.cfg.Identity
 	suffixes := make([]string, len(req.Ops))
 	for i, op := range req.Ops {
@@ -183,7 +183,7 @@ func (w *Witnessing) offerable(ctx context.Context, tx store.Executor, a store.A
 	}
 	var nonce [16]byte
 	_, _ = crand.Read(nonce[:])
-	issued := time.Now().UTC()
+	issued = issued.UTC()
 	var cred *vc.Credential
 	link, err := activity.BuildAnchorLink(content, w.cfg.MediaType, func(anchor, coreIndex string) ([]byte, error) {
 		var err error

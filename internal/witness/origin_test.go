@@ -176,3 +176,26 @@ func TestAnchorRollsBackWithItsTransaction(t *testing.T) {
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// The credential an anchor offers is issued at the anchor's time, the record's: in the did:orb
+// profile the batch writer takes that time from the anchor clock, so that no two anchors of the
+// domain fall in one whole second.
+func TestAnchorCredentialIssuedAtTheAnchorTime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	o := newOrigin(t, st)
+	req, rec := batchRequest(1)
+	rec.Time = time.Date(2026, 11, 26, 12, 0, 7, 250_000_000, time.UTC)
+	var a store.Anchor
+	require.NoError(t, st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+		var err error
+		a, err = o.w.Anchor(ctx, tx, req, rec)
+		return err
+	}))
+	wa, err := st.WitnessAnchorGet(ctx, a.Seq)
+	require.NoError(t, err)
+	cred, err := vc.ParseCredential(wa.Credential)
+	require.NoError(t, err)
+	require.True(t, rec.Time.Equal(cred.IssuanceDate()), "issued %s", cred.IssuanceDate())
+}

@@ -107,6 +107,11 @@ const (
 	qAnchoredOpsFilter = `SELECT op_id FROM anchored_ops WHERE op_id = ANY($1)`
 )
 
+const (
+	qAnchorClockGet = `SELECT last_at, written_at FROM anchor_clock WHERE id = 1 FOR UPDATE`
+	qAnchorClockSet = `UPDATE anchor_clock SET last_at = $1, written_at = $2 WHERE id = 1`
+)
+
 const qOpQueueTaskRefresh = `UPDATE op_queue_tasks SET updated_at = now() WHERE instance_id = $1`
 
 const qOpQueueOwned = `SELECT id FROM op_queue WHERE instance_id = $1 AND id = ANY($2)`

@@ -108,6 +108,11 @@ const (
 	qAnchoredOpsFilter = `SELECT op_id FROM anchored_ops WHERE op_id IN (%s)`
 )
 
+const (
+	qAnchorClockGet = `SELECT last_at, written_at FROM anchor_clock WHERE id = 1`
+	qAnchorClockSet = `UPDATE anchor_clock SET last_at = ?, written_at = ? WHERE id = 1`
+)
+
 const qOpQueueTaskRefresh = `UPDATE op_queue_tasks SET updated_at = ? WHERE instance_id = ?`
 
 // qOpQueueOwned is completed with one placeholder per id.

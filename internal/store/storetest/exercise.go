@@ -172,6 +172,7 @@ func Exercise(t *testing.T, newOpener func(t testing.TB) Opener, migrations []st
 	exerciseTask(t, setup)
 	exerciseLedger(t, setup)
 	exerciseAnchorLinks(t, setup)
+	exerciseAnchorClock(t, setup)
 	exerciseActivity(t, setup)
 	exerciseInboxBounds(t, setup)
 
