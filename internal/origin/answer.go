@@ -18,6 +18,7 @@ type result struct {
 	Meta     struct {
 		CanonicalID json.RawMessage `json:"canonicalId"`
 		Method      struct {
+			PublishedFlag      json.RawMessage `json:"published"`
 			AnchorOrigin       json.RawMessage `json:"anchorOrigin"`
 			UpdateCommitment   json.RawMessage `json:"updateCommitment"`
 			RecoveryCommitment json.RawMessage `json:"recoveryCommitment"`
@@ -53,6 +54,13 @@ func (r *result) anchorOrigin() string {
 		return ""
 	}
 	return s
+}
+
+// published reports whether the result is of a DID anchored here: only such a DID has a head
+// the origin's operations can be merged after (a long-form name or an unpublished create has
+// none, and its anchorOrigin is whatever the client wrote).
+func (r *result) published() bool {
+	return bytes.Equal(bytes.TrimSpace(r.Meta.Method.PublishedFlag), []byte("true"))
 }
 
 // operations converts the origin's lists, within maxOps and Orb's operation size.

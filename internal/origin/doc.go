@@ -4,8 +4,10 @@
 // and the origin lists them in its resolution metadata (unpublishedOperations,
 // publishedOperations) when it runs with Orb's --include-*-operations-in-metadata.
 //
-// For the latest version of a DID found here, under a name other than its unpublished (uAAA)
-// one, whose anchor origin is an http(s) URL of another domain, the Resolver:
+// For the latest version of a DID anchored here (published: a long form or an unpublished create
+// has no head to merge after, and names whatever anchorOrigin its client wrote), under a name
+// other than its unpublished (uAAA) one, whose anchor origin is an http(s) URL of another
+// domain, the Resolver:
 //
 //  1. finds the origin's resolution endpoint the way Orb's client does: /.well-known/did-orb on
 //     the origin's host, then WebFinger about that endpoint (links on the origin's own host

@@ -81,8 +81,9 @@ func (r *Resolver) withOrigin(ctx context.Context, did string, body []byte, stat
 		return body, status, nil
 	}
 	local, err := parseResult(body)
-	if err != nil {
-		// Not a did:orb result: there is no origin to ask.
+	if err != nil || !local.published() {
+		// Not a did:orb result, or one of a DID not anchored here (a long form names any
+		// anchorOrigin its client likes): there is nothing to merge into, so no origin to ask.
 		return body, status, nil
 	}
 	origin := local.anchorOrigin()

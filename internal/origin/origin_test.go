@@ -337,3 +337,32 @@ func TestOriginsTheGuardRefusesAreNotReached(t *testing.T) {
 	require.Zero(t, b.asked.Load())
 	require.InDelta(t, 1, testutil.ToFloat64(r.m.resolutions.WithLabelValues(outcomeUnreachable)), 0)
 }
+
+// TestAsksOnlyAboutDIDsAnchoredHere: a long-form name resolves here to its initial state,
+// whose anchorOrigin is whatever its client wrote; with no anchored head there is nothing to
+// merge, so no origin is asked (a client would otherwise make this domain send a request to
+// any host it names, and fill the memory of origins).
+func TestAsksOnlyAboutDIDsAnchoredHere(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	var asked atomic.Int64
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		asked.Add(1)
+		http.NotFound(w, nil)
+	}))
+	t.Cleanup(elsewhere.Close)
+	_, create, err := wallet.New(wallet.Config{AnchorOrigin: elsewhere.URL}).Create()
+	require.NoError(t, err)
+	op, err := sidetree.ParseOperation(create, sidetree.DefaultProfile())
+	require.NoError(t, err)
+	long, err := sidetree.LongFormDID(sidetree.OrbProfile("http:b.example"), op)
+	require.NoError(t, err)
+	require.NotContains(t, long, ":"+sidetree.OrbUnpublishedLabel+":")
+
+	body, status, err := b.r.Resolve(context.Background(), long)
+	require.NoError(t, err)
+	require.Equal(t, sidetree.ResolutionFound, status)
+	require.Contains(t, string(body), `"published":false`)
+	require.Zero(t, asked.Load())
+	require.Zero(t, testutil.CollectAndCount(b.r.m.resolutions))
+}
