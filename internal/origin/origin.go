@@ -183,7 +183,7 @@ func (r *Resolver) resolveAt(ctx context.Context, base, did string) (*result, er
 			}
 			continue
 		}
-		return parseResult(body)
+		return parseAnswer(body, r.cfg.MaxOperations)
 	}
 	return nil, errors.Join(errs...)
 }
