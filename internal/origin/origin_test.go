@@ -47,6 +47,12 @@ type testBundle struct {
 	status int
 	delay  time.Duration
 	asked  atomic.Int64
+
+	// discoveries counts the requests for /.well-known/did-orb; while hold is set, each waits
+	// for it to close, after telling held.
+	discoveries atomic.Int64
+	hold        chan struct{}
+	held        chan struct{}
 }
 
 func (b *testBundle) set(tamper func(map[string]any), status int, delay time.Duration) {
@@ -113,8 +119,19 @@ func setup(t *testing.T, timeout time.Duration) *testBundle {
 // WebFinger, the Sidetree path), with the test's falsifications.
 func (b *testBundle) serveOrigin(w http.ResponseWriter, r *http.Request) {
 	b.mu.Lock()
-	tamper, status, delay := b.tamper, b.status, b.delay
+	tamper, status, delay, hold := b.tamper, b.status, b.delay, b.hold
 	b.mu.Unlock()
+	if r.URL.Path == "/.well-known/did-orb" {
+		b.discoveries.Add(1)
+		if hold != nil {
+			b.held <- struct{}{}
+			select {
+			case <-hold:
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}
 	select {
 	case <-time.After(delay):
 	case <-r.Context().Done():
@@ -365,4 +382,38 @@ func TestAsksOnlyAboutDIDsAnchoredHere(t *testing.T) {
 	require.Contains(t, string(body), `"published":false`)
 	require.Zero(t, asked.Load())
 	require.Zero(t, testutil.CollectAndCount(b.r.m.resolutions))
+}
+
+// TestALookupOutlivesTheClientThatStartedIt: the lookup of an origin's endpoints serves every
+// resolution that joins it, so the client that started it leaving does not end it: before, the
+// lookup failed with that client's cancellation, and a resolution that had joined it took the
+// origin for failing and did not ask it for a minute. The endpoints found are remembered.
+func TestALookupOutlivesTheClientThatStartedIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	hold := make(chan struct{})
+	b.mu.Lock()
+	b.hold, b.held = hold, make(chan struct{}, 1)
+	b.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		body, _, err := b.r.Resolve(ctx, b.canonical)
+		if err == nil && strings.Contains(string(body), "#pending") {
+			t.Error("a resolution whose client left answered from the origin")
+		}
+	}()
+	<-b.held
+	cancel()
+	<-gone
+	b.mu.Lock()
+	b.hold = nil
+	b.mu.Unlock()
+	close(hold)
+
+	services, _ := b.resolve(t, b.canonical)
+	require.Equal(t, []string{"home", "pending"}, services)
+	require.Equal(t, int64(1), b.discoveries.Load(), "the endpoints were found once")
+	require.Zero(t, b.outcome(outcomeSkipped))
 }
