@@ -23,7 +23,8 @@
 // bodies capped, each request timed out), the whole of steps 1–4 is bounded by Config.Timeout,
 // and an origin that failed (unreachable, refused, too slow, a server error, no did:orb
 // endpoints) is not asked again for FailureTTL: a failing or slow origin costs a resolution at most the timeout, and then
-// nothing. Whatever goes wrong, the local result is the answer; an origin whose answer breaks
+// nothing. At most Config.MaxInFlight resolutions ask origins at once; one beyond them is
+// answered locally. Whatever goes wrong, the local result is the answer; an origin whose answer breaks
 // the rules is logged and counted (anchord_origin_resolutions_total{outcome="mismatch"}).
 //
 // What is not done: an origin named by a did:web or an ipns:// URL (Orb resolves the former's

@@ -37,6 +37,7 @@ type testBundle struct {
 	a         *observer.Resolver
 	b         *observer.Resolver
 	r         *Resolver
+	fetch     FetchFunc // through the outbound guard
 	reg       *prometheus.Registry
 	canonical string
 	update    *sidetree.Operation
@@ -110,6 +111,7 @@ func setup(t *testing.T, timeout time.Duration) *testBundle {
 		storetest.Open(t, storetest.SQLiteOpener(t)))
 	require.NoError(t, err)
 	t.Cleanup(client.Close)
+	b.fetch = client.Fetch
 	b.r, err = New(Config{Self: "http://b.example", Timeout: timeout, Logger: anchordtest.Logger(t), Registerer: b.reg}, b.b, client.Fetch)
 	require.NoError(t, err)
 	return b
@@ -416,4 +418,43 @@ func TestALookupOutlivesTheClientThatStartedIt(t *testing.T) {
 	require.Equal(t, []string{"home", "pending"}, services)
 	require.Equal(t, int64(1), b.discoveries.Load(), "the endpoints were found once")
 	require.Zero(t, b.outcome(outcomeSkipped))
+}
+
+// TestResolutionsAskingAtOnceAreBounded: beyond MaxInFlight resolutions asking origins at once,
+// a resolution is answered locally at once (and counted busy), whatever the number of clients
+// asking about DIDs of other domains; the one in flight still merges.
+func TestResolutionsAskingAtOnceAreBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	reg := prometheus.NewRegistry()
+	r, err := New(Config{Self: "http://b.example", MaxInFlight: 1, Logger: anchordtest.Logger(t), Registerer: reg}, b.b, b.fetch)
+	require.NoError(t, err)
+	hold := make(chan struct{})
+	b.mu.Lock()
+	b.hold, b.held = hold, make(chan struct{}, 1)
+	b.mu.Unlock()
+	first := make(chan []byte, 1)
+	go func() {
+		body, _, err := r.Resolve(context.Background(), b.canonical)
+		if err != nil {
+			t.Error(err)
+		}
+		first <- body
+	}()
+	<-b.held // the first is asking the origin
+
+	body, status, err := r.Resolve(context.Background(), b.canonical)
+	require.NoError(t, err)
+	require.Equal(t, sidetree.ResolutionFound, status)
+	require.NotContains(t, string(body), "#pending", "answered locally")
+	require.InDelta(t, 1, testutil.ToFloat64(r.m.resolutions.WithLabelValues(outcomeBusy)), 0)
+
+	b.mu.Lock()
+	b.hold = nil
+	b.mu.Unlock()
+	close(hold)
+	require.Contains(t, string(<-first), "#pending")
+	body, _, err = r.Resolve(context.Background(), b.canonical)
+	require.NoError(t, err)
+	require.Contains(t, string(body), "#pending", "the slot is given back")
 }
