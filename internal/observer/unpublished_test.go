@@ -1,6 +1,7 @@
 package observer
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -69,4 +70,44 @@ func TestUnpublishedKeepsWhatOrbKeeps(t *testing.T) {
 	require.Equal(t, 2, u.Len(), "a full store sweeps what lapsed before it refuses")
 	require.False(t, u.has(other.Suffix))
 	require.Len(t, u.of(id.Suffix, nil), 2)
+}
+
+// TestAFullUnpublishedStoreRefusesCheaply: under load the store fills with operations that are
+// anchoring, not lapsing; an Add to a full store then refuses without reading every operation
+// kept (which made each Add cost the whole store under the lock, and the intake of n operations
+// quadratic), and sweeps again once the oldest may have lapsed.
+func TestAFullUnpublishedStoreRefusesCheaply(t *testing.T) {
+	t.Parallel()
+	const kept = 20_000
+	now := time.Unix(1700000000, 0)
+	u := NewUnpublished(time.Minute, kept)
+	u.now = func() time.Time { return now }
+	op := func(i int) *sidetree.Operation {
+		return &sidetree.Operation{Type: sidetree.OperationUpdate, Suffix: strconv.Itoa(i), Request: []byte(strconv.Itoa(i))}
+	}
+	for i := range kept {
+		u.Add(op(i), strconv.Itoa(i), "")
+		if i == 0 {
+			now = now.Add(time.Second) // the oldest lapses a second before the others
+		}
+	}
+	require.Equal(t, kept, u.Len())
+
+	// Reading the store at each refusal takes minutes; refusing, milliseconds. The bound is far
+	// from both.
+	start := time.Now()
+	refused := 0
+	for i := kept; i < 2*kept && time.Since(start) < 5*time.Second; i++ {
+		u.Add(op(i), strconv.Itoa(i), "")
+		refused++
+	}
+	require.Equal(t, kept, refused, "refused within 5 s")
+	require.Equal(t, kept, u.Len())
+	require.False(t, u.has(strconv.Itoa(kept)))
+
+	now = now.Add(time.Minute - time.Second) // the oldest lapses
+	u.Add(op(2*kept), "new", "")
+	require.True(t, u.has(strconv.Itoa(2*kept)), "swept once one may have lapsed")
+	require.False(t, u.has("0"))
+	require.Equal(t, kept, u.Len())
 }
