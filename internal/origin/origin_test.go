@@ -62,7 +62,7 @@ func (b *testBundle) set(tamper func(map[string]any), status int, delay time.Dur
 	b.tamper, b.status, b.delay = tamper, status, delay
 }
 
-func setup(t *testing.T, timeout time.Duration) *testBundle {
+func setup(t testing.TB, timeout time.Duration) *testBundle {
 	t.Helper()
 	ctx := context.Background()
 	b := &testBundle{reg: prometheus.NewRegistry()}
