@@ -20,7 +20,8 @@
 //     anchor origin and canonicalId equal the origin's answer; otherwise with the local one.
 //
 // Every request goes through the caller's fetch (the outbound guard: destinations checked,
-// bodies capped, each request timed out), the whole of steps 1–4 is bounded by Config.Timeout,
+// bodies capped, each request timed out), steps 1–3 together are bounded by Config.Timeout
+// (the merge of step 4 is local work, bounded by Config.MaxOperations),
 // and an origin that failed (unreachable, refused, too slow, a server error, no did:orb
 // endpoints) is not asked again for FailureTTL: a failing or slow origin costs a resolution at most the timeout, and then
 // nothing. At most Config.MaxInFlight resolutions ask origins at once; one beyond them is
