@@ -1,7 +1,9 @@
 package observer
 
 import (
+	"context"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/sidetree/wallet"
 	"github.com/anchord/anchord/internal/store"
+	"github.com/anchord/anchord/internal/store/storetest"
 )
 
 // TestUnpublishedKeepsWhatOrbKeeps: creates and updates are kept (Orb's default types),
@@ -110,4 +113,52 @@ func TestAFullUnpublishedStoreRefusesCheaply(t *testing.T) {
 	require.True(t, u.has(strconv.Itoa(2*kept)), "swept once one may have lapsed")
 	require.False(t, u.has("0"))
 	require.Equal(t, kept, u.Len())
+}
+
+// TestUnpublishedUnderConcurrentUse: intake adds, the observer and the queue release, and
+// resolutions read the store at once (run with -race); a resolution sees the pending update
+// or not, never anything else.
+func TestUnpublishedUnderConcurrentUse(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	ctx := context.Background()
+	f := newOrbFixture(t, st)
+	u := NewUnpublished(time.Hour, 50)
+	r := NewResolver(sidetree.OrbProfile("https:a.example"), st, nil, 0)
+	r.SetOrbOperations(OrbOperations{Unpublished: u, IncludeUnpublished: true, IncludePublished: true})
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { // intake and the queue: the pending update comes and goes
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			u.Add(f.update, "op-update", "https://a.example")
+			u.Release([]store.DIDPendingKey{{Suffix: f.id.Suffix, OpID: "op-update"}})
+		}
+	})
+	wg.Go(func() { // other DIDs' operations fill the store and are indexed
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			op := &sidetree.Operation{Type: sidetree.OperationUpdate, Suffix: strconv.Itoa(i % 100), Request: []byte(strconv.Itoa(i))}
+			u.Add(op, strconv.Itoa(i), "")
+			u.Indexed([]store.DIDOperation{{Suffix: op.Suffix, Request: op.Request}})
+		}
+	})
+	for range 200 {
+		body, status, err := r.Resolve(ctx, f.canonical)
+		require.NoError(t, err)
+		require.Equal(t, sidetree.ResolutionFound, status)
+		services := decodeOrb(t, body).services()
+		require.Contains(t, [][]string{{f.canonical + "#home"}, {f.canonical + "#home", f.canonical + "#pending"}}, services)
+	}
+	close(stop)
+	wg.Wait()
 }
