@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/anchord/anchord/internal/observer"
 	"github.com/anchord/anchord/internal/sidetree"
 )
 
@@ -18,6 +19,8 @@ import (
 // same document, commitments, anchor origin and canonicalId).
 func FuzzOriginAnswers(f *testing.F) {
 	b := setup(f, 0)
+	// This domain lists operations too, so the origin's are rendered into its metadata.
+	b.b.SetOrbOperations(observer.OrbOperations{IncludeUnpublished: true, IncludePublished: true})
 	ctx := context.Background()
 	honest, _, err := b.a.Resolve(ctx, b.canonical)
 	if err != nil {
