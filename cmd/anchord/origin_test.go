@@ -294,7 +294,7 @@ func TestClusterForgetsParkedUnpublishedOperations(t *testing.T) {
 	node := c.nodes[0]
 	api := newClient(node.addr)
 	w := wallet.New(wallet.Config{Profile: sidetree.OrbProfile(""), AnchorOrigin: "http://" + node.addr})
-	id, req, err := w.Create()
+	id, req, err := w.Create(wallet.AddServices(wallet.Service{ID: "home", Type: "LinkedDomains", Endpoint: "https://example.com"}))
 	require.NoError(t, err)
 	code, body, err := api.post(req)
 	require.NoError(t, err)
