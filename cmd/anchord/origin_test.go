@@ -282,3 +282,27 @@ func TestALyingAnchorOriginIsIgnored(t *testing.T) {
 	require.InDelta(t, 1, b.api.metric(t, `anchord_origin_resolutions_total{outcome="unreachable"}`), 0)
 	require.InDelta(t, 1, b.api.metric(t, `anchord_origin_resolutions_total{outcome="skipped"}`), 0)
 }
+
+// TestClusterForgetsParkedUnpublishedOperations: in a cluster as in one process, a create whose
+// batches failed until it was parked stops showing from the unpublished operation store of the
+// instance that parked it, instead of for the store's TTL (ten minutes): it will not be
+// anchored.
+func TestClusterForgetsParkedUnpublishedOperations(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, [][]string{{"ANCHORD_FAILPOINTS=batch-fail=1000000"}},
+		"--did-method", "orb", "--enable-unpublished-operation-store", "--mq-redelivery-max-attempts", "1")
+	node := c.nodes[0]
+	api := newClient(node.addr)
+	w := wallet.New(wallet.Config{Profile: sidetree.OrbProfile(""), AnchorOrigin: "http://" + node.addr})
+	id, req, err := w.Create(wallet.AddServices(wallet.Service{ID: "home", Type: "LinkedDomains", Endpoint: "https://example.com"}))
+	require.NoError(t, err)
+	code, body, err := api.post(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code, string(body))
+	anchordtest.Eventually(t, time.Minute, 100*time.Millisecond, func() bool {
+		return api.metricTotal(t, "anchord_opqueue_dead_lettered_total") == 1
+	}, "the create is parked")
+	code, body, err = api.resolve("did:orb:uAAA:" + id.Suffix)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusNotFound, code, "a parked create does not resolve: %s", body)
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/anchord/anchord/internal/intake"
 	"github.com/anchord/anchord/internal/opqueue"
+	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/taskmgr"
 )
 
@@ -24,7 +25,14 @@ func cluster(ctx context.Context, c *core) error {
 	// Reservations live in the database, so one pending operation per DID holds across every
 	// instance; a parked operation frees its DID there.
 	pending := intake.NewSharedPending(c.st, c.pendingTTL(), c.log("intake"))
-	broker, err := opqueue.NewCluster(c.queueConfig(nil), opqueue.BrokerConfig{
+	// A parked operation will not be anchored: it stops showing in this instance's resolutions
+	// (an operation another instance accepted is not in this one's store, and lapses there).
+	unpublished := c.unpublished()
+	var release func(keys []store.DIDPendingKey)
+	if unpublished != nil {
+		release = unpublished.Release
+	}
+	broker, err := opqueue.NewCluster(c.queueConfig(release), opqueue.BrokerConfig{
 		PoolSize: c.cfg.MQOpQueuePool, TaskMonitorInterval: c.cfg.OpQueueTaskMonitorInterval, Logger: c.log("opqueue-broker"),
 	}, c.st, c.ps)
 	if err != nil {
@@ -57,7 +65,7 @@ func cluster(ctx context.Context, c *core) error {
 	}
 	obs, err := c.writePath(writeParts{
 		queue: queue, intake: broker, restore: broker.Restore, backend: backend,
-		reservations: pending, releaseTx: pending.ReleaseTx, unpublished: c.unpublished(), fetch: svc.Client().Fetch,
+		reservations: pending, releaseTx: pending.ReleaseTx, unpublished: unpublished, fetch: svc.Client().Fetch,
 		announcer: c.ps, observerPoll: clusterObserverPoll,
 	})
 	if err != nil {

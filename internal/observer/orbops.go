@@ -77,23 +77,25 @@ func (r *Resolver) ResolveFromOrigin(ctx context.Context, did string, published,
 		return nil, 0, false, err
 	}
 	anchors := r.orbAnchors()
-	known := map[string]bool{}
-	for _, row := range rows {
-		a, err := anchors.get(ctx, row.AnchorSeq)
-		if err != nil {
-			return nil, 0, false, err
-		}
-		if ref := sidetree.OrbAnchorHash(a.Hashlink); ref != "" {
-			known[ref] = true
-		}
-	}
 	head, err := anchors.get(ctx, rows[len(rows)-1].AnchorSeq)
 	if err != nil {
 		return nil, 0, false, err
 	}
 	var newer []OriginOperation
 	if ref := sidetree.OrbAnchorHash(head.Hashlink); ref != "" {
-		if i := slices.IndexFunc(published, func(o OriginOperation) bool { return o.Ref == ref }); i >= 0 {
+		if i := slices.IndexFunc(published, func(o OriginOperation) bool { return o.Ref == ref }); i >= 0 && i+1 < len(published) {
+			// The DID's other anchors are read only now: an origin that has nothing after the
+			// head, the usual answer, costs one read, not one per anchor of the DID's history.
+			known := map[string]bool{}
+			for _, row := range rows {
+				a, err := anchors.get(ctx, row.AnchorSeq)
+				if err != nil {
+					return nil, 0, false, err
+				}
+				if ref := sidetree.OrbAnchorHash(a.Hashlink); ref != "" {
+					known[ref] = true
+				}
+			}
 			newer = slices.DeleteFunc(slices.Clone(published[i+1:]), func(o OriginOperation) bool { return o.Ref == "" || known[o.Ref] })
 		}
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -244,4 +247,60 @@ func TestResolveFromOrigin(t *testing.T) {
 	_, _, merged, err = r.ResolveFromOrigin(ctx, "did:orb:not a suffix", nil, []OriginOperation{pendingUpdate})
 	require.Error(t, err, "a malformed DID")
 	require.False(t, merged)
+}
+
+// anchorReads is a store that counts the anchors read.
+type anchorReads struct {
+	store.Store
+	n atomic.Int64
+}
+
+func (s *anchorReads) AnchorGet(ctx context.Context, seq int64) (store.Anchor, error) {
+	s.n.Add(1)
+	return s.Store.AnchorGet(ctx, seq)
+}
+
+// TestResolveFromOriginReadsTheHistoryOnlyToMerge: asking whether an anchor origin has anything
+// after this domain's head reads the head's anchor alone, whatever the DID's history; the
+// other anchors are read only when the origin lists something after it.
+func TestResolveFromOriginReadsTheHistoryOnlyToMerge(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	ctx := context.Background()
+	f := newOrbFixture(t, st)
+	rows, err := st.DIDOperationList(ctx, f.id.Suffix)
+	require.NoError(t, err)
+	listed := []OriginOperation{{Type: sidetree.OperationCreate, Request: rows[0].Request, Ref: f.h1, Hashlink: f.hl1}}
+	for i := range 5 {
+		req := f.update.Request // the wallet made it already
+		if i > 0 {
+			req, err = f.b.wallet.Update(f.id, wallet.AddServices(wallet.Service{ID: fmt.Sprintf("s%d", i), Type: "LinkedDomains", Endpoint: "https://example.com"}))
+			require.NoError(t, err)
+		}
+		a := f.b.anchorOps(t, req)
+		_, err = f.o.runOnce(ctx)
+		require.NoError(t, err)
+		h, hl := hashlinkOf(fmt.Sprintf("anchor %d", i+2))
+		require.NoError(t, st.AnchorMarkPublished(ctx, a.Seq, hl))
+		listed = append(listed, OriginOperation{Type: sidetree.OperationUpdate, Request: req, Ref: h, Hashlink: hl})
+	}
+	reads := &anchorReads{Store: st}
+	r := NewResolver(sidetree.OrbProfile("https:b.example"), reads, nil, 0)
+
+	_, _, merged, err := r.ResolveFromOrigin(ctx, f.canonical, listed, nil)
+	require.NoError(t, err)
+	require.False(t, merged, "the origin lists nothing after the head")
+	require.Equal(t, int64(1), reads.n.Load(), "the head's anchor alone is read")
+
+	later, err := f.b.wallet.Update(f.id, wallet.AddServices(wallet.Service{ID: "later", Type: "LinkedDomains", Endpoint: "https://example.com"}))
+	require.NoError(t, err)
+	h, hl := hashlinkOf("the origin's later anchor")
+	body, _, merged, err := r.ResolveFromOrigin(ctx, f.canonical, append(listed, OriginOperation{Type: sidetree.OperationUpdate, Request: later, Ref: h, Hashlink: hl}), nil)
+	require.NoError(t, err)
+	require.True(t, merged)
+	var services []string
+	for _, s := range decodeOrb(t, body).services() {
+		services = append(services, strings.TrimPrefix(s, f.canonical+"#"))
+	}
+	require.Equal(t, []string{"home", "pending", "s1", "s2", "s3", "s4", "later"}, services)
 }

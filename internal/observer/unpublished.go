@@ -10,8 +10,9 @@ import (
 )
 
 // UnpublishedMaxDefault bounds the operations an Unpublished keeps: the operation queue's
-// default backlog, beyond which intake accepts nothing anyway. The requests are the queue's own
-// bytes, not copies.
+// default backlog. Operations that have left the queue and are being anchored are kept too, so
+// under load the store can fill while intake still accepts; it then keeps nothing more until
+// an operation is indexed or lapses. The requests are the queue's own bytes, not copies.
 const UnpublishedMaxDefault = 100_000
 
 // Unpublished is Orb's unpublished operation store (--enable-unpublished-operation-store) for the
@@ -33,6 +34,10 @@ type Unpublished struct {
 	mu sync.Mutex
 	m  map[string][]unpublishedOp // by suffix
 	n  int
+	// lapse is the earliest time an operation kept can lapse: a full store sweeps only once
+	// one may have, not at every Add (a sweep reads every operation, and under load the store
+	// fills with operations that are anchoring, not lapsing).
+	lapse time.Time
 }
 
 type unpublishedOp struct {
@@ -66,6 +71,9 @@ func (u *Unpublished) Add(op *sidetree.Operation, opID, origin string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.n >= u.max {
+		if now.Before(u.lapse) {
+			return
+		}
 		u.sweep(now)
 		if u.n >= u.max {
 			return
@@ -146,9 +154,20 @@ func (u *Unpublished) remove(suffix string, drop func(unpublishedOp) bool) {
 	u.m[suffix] = kept
 }
 
-// sweep forgets every lapsed operation; the caller holds mu.
+// sweep forgets every lapsed operation and notes when the oldest left lapses (an operation
+// added later lapses later); the caller holds mu.
 func (u *Unpublished) sweep(now time.Time) {
+	oldest := now
 	for suffix := range u.m {
-		u.remove(suffix, func(o unpublishedOp) bool { return now.Sub(o.at) >= u.ttl })
+		u.remove(suffix, func(o unpublishedOp) bool {
+			if now.Sub(o.at) >= u.ttl {
+				return true
+			}
+			if o.at.Before(oldest) {
+				oldest = o.at
+			}
+			return false
+		})
 	}
+	u.lapse = oldest.Add(u.ttl)
 }

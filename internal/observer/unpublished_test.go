@@ -1,6 +1,9 @@
 package observer
 
 import (
+	"context"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,6 +12,7 @@ import (
 	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/sidetree/wallet"
 	"github.com/anchord/anchord/internal/store"
+	"github.com/anchord/anchord/internal/store/storetest"
 )
 
 // TestUnpublishedKeepsWhatOrbKeeps: creates and updates are kept (Orb's default types),
@@ -69,4 +73,92 @@ func TestUnpublishedKeepsWhatOrbKeeps(t *testing.T) {
 	require.Equal(t, 2, u.Len(), "a full store sweeps what lapsed before it refuses")
 	require.False(t, u.has(other.Suffix))
 	require.Len(t, u.of(id.Suffix, nil), 2)
+}
+
+// TestAFullUnpublishedStoreRefusesCheaply: under load the store fills with operations that are
+// anchoring, not lapsing; an Add to a full store then refuses without reading every operation
+// kept (which made each Add cost the whole store under the lock, and the intake of n operations
+// quadratic), and sweeps again once the oldest may have lapsed.
+func TestAFullUnpublishedStoreRefusesCheaply(t *testing.T) {
+	t.Parallel()
+	const kept = 20_000
+	now := time.Unix(1700000000, 0)
+	u := NewUnpublished(time.Minute, kept)
+	u.now = func() time.Time { return now }
+	op := func(i int) *sidetree.Operation {
+		return &sidetree.Operation{Type: sidetree.OperationUpdate, Suffix: strconv.Itoa(i), Request: []byte(strconv.Itoa(i))}
+	}
+	for i := range kept {
+		u.Add(op(i), strconv.Itoa(i), "")
+		if i == 0 {
+			now = now.Add(time.Second) // the oldest lapses a second before the others
+		}
+	}
+	require.Equal(t, kept, u.Len())
+
+	// Reading the store at each refusal takes minutes; refusing, milliseconds. The bound is far
+	// from both.
+	start := time.Now()
+	refused := 0
+	for i := kept; i < 2*kept && time.Since(start) < 5*time.Second; i++ {
+		u.Add(op(i), strconv.Itoa(i), "")
+		refused++
+	}
+	require.Equal(t, kept, refused, "refused within 5 s")
+	require.Equal(t, kept, u.Len())
+	require.False(t, u.has(strconv.Itoa(kept)))
+
+	now = now.Add(time.Minute - time.Second) // the oldest lapses
+	u.Add(op(2*kept), "new", "")
+	require.True(t, u.has(strconv.Itoa(2*kept)), "swept once one may have lapsed")
+	require.False(t, u.has("0"))
+	require.Equal(t, kept, u.Len())
+}
+
+// TestUnpublishedUnderConcurrentUse: intake adds, the observer and the queue release, and
+// resolutions read the store at once (run with -race); a resolution sees the pending update
+// or not, never anything else.
+func TestUnpublishedUnderConcurrentUse(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	ctx := context.Background()
+	f := newOrbFixture(t, st)
+	u := NewUnpublished(time.Hour, 50)
+	r := NewResolver(sidetree.OrbProfile("https:a.example"), st, nil, 0)
+	r.SetOrbOperations(OrbOperations{Unpublished: u, IncludeUnpublished: true, IncludePublished: true})
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { // intake and the queue: the pending update comes and goes
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			u.Add(f.update, "op-update", "https://a.example")
+			u.Release([]store.DIDPendingKey{{Suffix: f.id.Suffix, OpID: "op-update"}})
+		}
+	})
+	wg.Go(func() { // other DIDs' operations fill the store and are indexed
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			op := &sidetree.Operation{Type: sidetree.OperationUpdate, Suffix: strconv.Itoa(i % 100), Request: []byte(strconv.Itoa(i))}
+			u.Add(op, strconv.Itoa(i), "")
+			u.Indexed([]store.DIDOperation{{Suffix: op.Suffix, Request: op.Request}})
+		}
+	})
+	for range 200 {
+		body, status, err := r.Resolve(ctx, f.canonical)
+		require.NoError(t, err)
+		require.Equal(t, sidetree.ResolutionFound, status)
+		services := decodeOrb(t, body).services()
+		require.Contains(t, [][]string{{f.canonical + "#home"}, {f.canonical + "#home", f.canonical + "#pending"}}, services)
+	}
+	close(stop)
+	wg.Wait()
 }

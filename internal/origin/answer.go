@@ -18,6 +18,7 @@ type result struct {
 	Meta     struct {
 		CanonicalID json.RawMessage `json:"canonicalId"`
 		Method      struct {
+			PublishedFlag      json.RawMessage `json:"published"`
 			AnchorOrigin       json.RawMessage `json:"anchorOrigin"`
 			UpdateCommitment   json.RawMessage `json:"updateCommitment"`
 			RecoveryCommitment json.RawMessage `json:"recoveryCommitment"`
@@ -46,6 +47,48 @@ func parseResult(body []byte) (*result, error) {
 	return &r, nil
 }
 
+// parseAnswer reads an origin's resolution result. Decoding costs memory per JSON value, not
+// per byte (4 MiB of "{}," took 600 MiB to decode as listed operations, 4 MiB of "[]," 200 MiB
+// as a document to compare), so an answer with more values than an honest one holds is refused
+// before it is decoded.
+func parseAnswer(body []byte, maxOps int) (*result, error) {
+	if limit := answerValues(maxOps); moreValues(body, limit) {
+		return nil, fmt.Errorf("%w: more than %d JSON values", errInvalid, limit)
+	}
+	return parseResult(body)
+}
+
+// answerValues bounds the JSON values of an answer listing at most maxOps operations: an honest
+// one holds a document (64 KiB at most here, so fewer than 32Ki values), a few metadata members
+// and about a dozen values per operation; this is twice as many.
+func answerValues(maxOps int) int { return 1<<16 + 32*maxOps }
+
+// moreValues reports whether the JSON text body holds more than limit values, counting what
+// starts one (an opening bracket, or a comma or colon outside strings) without decoding it.
+func moreValues(body []byte, limit int) bool {
+	n, inString, escaped := 0, false, false
+	for _, c := range body {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[' || c == ',' || c == ':':
+			if n++; n > limit {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // anchorOrigin is the result's anchor origin, "" when it names none (or not as a string).
 func (r *result) anchorOrigin() string {
 	var s string
@@ -53,6 +96,13 @@ func (r *result) anchorOrigin() string {
 		return ""
 	}
 	return s
+}
+
+// published reports whether the result is of a DID anchored here: only such a DID has a head
+// the origin's operations can be merged after (a long-form name or an unpublished create has
+// none, and its anchorOrigin is whatever the client wrote).
+func (r *result) published() bool {
+	return bytes.Equal(bytes.TrimSpace(r.Meta.Method.PublishedFlag), []byte("true"))
 }
 
 // operations converts the origin's lists, within maxOps and Orb's operation size.

@@ -24,6 +24,13 @@ const (
 	// MaxOperationsDefault bounds the operations an origin may list in one answer; an answer
 	// with more is ignored.
 	MaxOperationsDefault = 1100
+	// MaxInFlightDefault bounds the resolutions asking an origin at once. Each holds an answer
+	// (up to MaxAnswerBytes) and merges it, checking the signature of every listed operation
+	// that opens a commitment: 1,100 forged ones took a second of CPU. A resolution beyond it
+	// is answered locally at once, so what clients asking about DIDs of other domains can take
+	// of memory, CPU and the outbound guard's slots (which deliveries and witnessing share)
+	// does not grow with their number.
+	MaxInFlightDefault = 4
 )
 
 // maxDiscoveryBytes bounds /.well-known/did-orb and a WebFinger answer.
@@ -37,12 +44,14 @@ type Config struct {
 	// Self is this domain's external endpoint: a DID whose anchor origin is on its host is
 	// resolved locally only. Required.
 	Self string
-	// Timeout, EndpointTTL, FailureTTL, MaxAnswerBytes and MaxOperations: see the defaults.
+	// Timeout, EndpointTTL, FailureTTL, MaxAnswerBytes, MaxOperations and MaxInFlight: see
+	// the defaults.
 	Timeout        time.Duration
 	EndpointTTL    time.Duration
 	FailureTTL     time.Duration
 	MaxAnswerBytes int64
 	MaxOperations  int
+	MaxInFlight    int
 	// NowFunc is the clock of what is remembered; nil means time.Now.
 	NowFunc    func() time.Time
 	Logger     *slog.Logger
@@ -55,6 +64,7 @@ func (c Config) withDefaults() Config {
 	c.FailureTTL = cmp.Or(c.FailureTTL, FailureTTLDefault)
 	c.MaxAnswerBytes = cmp.Or(c.MaxAnswerBytes, MaxAnswerBytesDefault)
 	c.MaxOperations = cmp.Or(c.MaxOperations, MaxOperationsDefault)
+	c.MaxInFlight = cmp.Or(c.MaxInFlight, MaxInFlightDefault)
 	if c.NowFunc == nil {
 		c.NowFunc = time.Now
 	}
@@ -71,7 +81,7 @@ func (c Config) validate() error {
 	if hostBase(c.Self) == "" {
 		return errors.New("origin: Self must be an http(s) URL")
 	}
-	if c.Timeout < 0 || c.EndpointTTL < 0 || c.FailureTTL < 0 || c.MaxAnswerBytes < 0 || c.MaxOperations < 0 {
+	if c.Timeout < 0 || c.EndpointTTL < 0 || c.FailureTTL < 0 || c.MaxAnswerBytes < 0 || c.MaxOperations < 0 || c.MaxInFlight < 0 {
 		return errors.New("origin: negative limit")
 	}
 	return nil

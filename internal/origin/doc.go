@@ -4,8 +4,10 @@
 // and the origin lists them in its resolution metadata (unpublishedOperations,
 // publishedOperations) when it runs with Orb's --include-*-operations-in-metadata.
 //
-// For the latest version of a DID found here, under a name other than its unpublished (uAAA)
-// one, whose anchor origin is an http(s) URL of another domain, the Resolver:
+// For the latest version of a DID anchored here (published: a long form or an unpublished create
+// has no head to merge after, and names whatever anchorOrigin its client wrote), under a name
+// other than its unpublished (uAAA) one, whose anchor origin is an http(s) URL of another
+// domain, the Resolver:
 //
 //  1. finds the origin's resolution endpoint the way Orb's client does: /.well-known/did-orb on
 //     the origin's host, then WebFinger about that endpoint (links on the origin's own host
@@ -18,10 +20,12 @@
 //     anchor origin and canonicalId equal the origin's answer; otherwise with the local one.
 //
 // Every request goes through the caller's fetch (the outbound guard: destinations checked,
-// bodies capped, each request timed out), the whole of steps 1–4 is bounded by Config.Timeout,
+// bodies capped, each request timed out), steps 1–3 together are bounded by Config.Timeout
+// (the merge of step 4 is local work, bounded by Config.MaxOperations),
 // and an origin that failed (unreachable, refused, too slow, a server error, no did:orb
 // endpoints) is not asked again for FailureTTL: a failing or slow origin costs a resolution at most the timeout, and then
-// nothing. Whatever goes wrong, the local result is the answer; an origin whose answer breaks
+// nothing. At most Config.MaxInFlight resolutions ask origins at once; one beyond them is
+// answered locally. Whatever goes wrong, the local result is the answer; an origin whose answer breaks
 // the rules is logged and counted (anchord_origin_resolutions_total{outcome="mismatch"}).
 //
 // What is not done: an origin named by a did:web or an ipns:// URL (Orb resolves the former's

@@ -32,6 +32,11 @@ func (r *Resolver) endpoints(ctx context.Context, base string) ([]string, error)
 		return m.endpoints, nil
 	}
 	ch := r.discovering.DoChan(base, func() (any, error) {
+		// The lookup serves every resolution that joins it, so the client that started it
+		// leaving does not end it (its cancellation would fail the others, which would take
+		// the origin for failing); the timeout alone bounds it.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Timeout)
+		defer cancel()
 		eps, err := r.discover(ctx, base)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", errDiscovery, err)
@@ -46,7 +51,7 @@ func (r *Resolver) endpoints(ctx context.Context, base string) ([]string, error)
 		}
 		return res.Val.([]string), nil
 	case <-ctx.Done():
-		// The lookup this one joined runs under its first caller's deadline.
+		// The lookup this one joined goes on for the others, within the timeout.
 		return nil, fmt.Errorf("discover the resolution endpoint of %s: %w", base, ctx.Err())
 	}
 }

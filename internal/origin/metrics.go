@@ -24,6 +24,8 @@ const (
 	outcomeUnreachable = "unreachable"
 	// outcomeSkipped: the origin failed recently and was not asked.
 	outcomeSkipped = "skipped"
+	// outcomeBusy: as many resolutions as allowed were asking origins; this one was not.
+	outcomeBusy = "busy"
 )
 
 type metrics struct {
@@ -35,7 +37,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		resolutions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "anchord_origin_resolutions_total",
-			Help: "Resolutions that asked a DID's anchor origin (--resolve-from-anchor-origin), by outcome: merged, current, mismatch (the origin broke the rules; the local result was given), invalid, unknown, unreachable, skipped (the origin failed recently).",
+			Help: "Resolutions that asked a DID's anchor origin (--resolve-from-anchor-origin), by outcome: merged, current, mismatch (the origin broke the rules; the local result was given), invalid, unknown, unreachable, skipped (the origin failed recently), busy (as many resolutions as allowed were asking origins; the local result was given).",
 		}, []string{"outcome"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "anchord_origin_resolution_duration_seconds",

@@ -34,6 +34,9 @@ type Resolver struct {
 	self  string
 	m     *metrics
 
+	// inFlight holds a slot per resolution asking an origin (Config.MaxInFlight).
+	inFlight chan struct{}
+
 	mu          sync.Mutex
 	origins     map[string]remembered // by base URL
 	discovering singleflight.Group
@@ -52,7 +55,7 @@ func New(cfg Config, local Local, fetch FetchFunc) (*Resolver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Resolver{cfg: cfg, local: local, fetch: fetch, self: hostBase(cfg.Self), m: m, origins: map[string]remembered{}}, nil
+	return &Resolver{cfg: cfg, local: local, fetch: fetch, self: hostBase(cfg.Self), m: m, inFlight: make(chan struct{}, cfg.MaxInFlight), origins: map[string]remembered{}}, nil
 }
 
 // Resolve is Local's resolution with the anchor origin's answer merged in.
@@ -81,8 +84,9 @@ func (r *Resolver) withOrigin(ctx context.Context, did string, body []byte, stat
 		return body, status, nil
 	}
 	local, err := parseResult(body)
-	if err != nil {
-		// Not a did:orb result: there is no origin to ask.
+	if err != nil || !local.published() {
+		// Not a did:orb result, or one of a DID not anchored here (a long form names any
+		// anchorOrigin its client likes): there is nothing to merge into, so no origin to ask.
 		return body, status, nil
 	}
 	origin := local.anchorOrigin()
@@ -92,6 +96,13 @@ func (r *Resolver) withOrigin(ctx context.Context, did string, body []byte, stat
 	}
 	if r.failing(base) {
 		r.m.resolutions.WithLabelValues(outcomeSkipped).Inc()
+		return body, status, nil
+	}
+	select {
+	case r.inFlight <- struct{}{}:
+		defer func() { <-r.inFlight }()
+	default:
+		r.m.resolutions.WithLabelValues(outcomeBusy).Inc()
 		return body, status, nil
 	}
 	start := time.Now()
@@ -182,7 +193,7 @@ func (r *Resolver) resolveAt(ctx context.Context, base, did string) (*result, er
 			}
 			continue
 		}
-		return parseResult(body)
+		return parseAnswer(body, r.cfg.MaxOperations)
 	}
 	return nil, errors.Join(errs...)
 }

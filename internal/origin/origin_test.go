@@ -37,6 +37,7 @@ type testBundle struct {
 	a         *observer.Resolver
 	b         *observer.Resolver
 	r         *Resolver
+	fetch     FetchFunc // through the outbound guard
 	reg       *prometheus.Registry
 	canonical string
 	update    *sidetree.Operation
@@ -47,6 +48,12 @@ type testBundle struct {
 	status int
 	delay  time.Duration
 	asked  atomic.Int64
+
+	// discoveries counts the requests for /.well-known/did-orb; while hold is set, each waits
+	// for it to close, after telling held.
+	discoveries atomic.Int64
+	hold        chan struct{}
+	held        chan struct{}
 }
 
 func (b *testBundle) set(tamper func(map[string]any), status int, delay time.Duration) {
@@ -55,7 +62,7 @@ func (b *testBundle) set(tamper func(map[string]any), status int, delay time.Dur
 	b.tamper, b.status, b.delay = tamper, status, delay
 }
 
-func setup(t *testing.T, timeout time.Duration) *testBundle {
+func setup(t testing.TB, timeout time.Duration) *testBundle {
 	t.Helper()
 	ctx := context.Background()
 	b := &testBundle{reg: prometheus.NewRegistry()}
@@ -104,6 +111,7 @@ func setup(t *testing.T, timeout time.Duration) *testBundle {
 		storetest.Open(t, storetest.SQLiteOpener(t)))
 	require.NoError(t, err)
 	t.Cleanup(client.Close)
+	b.fetch = client.Fetch
 	b.r, err = New(Config{Self: "http://b.example", Timeout: timeout, Logger: anchordtest.Logger(t), Registerer: b.reg}, b.b, client.Fetch)
 	require.NoError(t, err)
 	return b
@@ -113,8 +121,19 @@ func setup(t *testing.T, timeout time.Duration) *testBundle {
 // WebFinger, the Sidetree path), with the test's falsifications.
 func (b *testBundle) serveOrigin(w http.ResponseWriter, r *http.Request) {
 	b.mu.Lock()
-	tamper, status, delay := b.tamper, b.status, b.delay
+	tamper, status, delay, hold := b.tamper, b.status, b.delay, b.hold
 	b.mu.Unlock()
+	if r.URL.Path == "/.well-known/did-orb" {
+		b.discoveries.Add(1)
+		if hold != nil {
+			b.held <- struct{}{}
+			select {
+			case <-hold:
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}
 	select {
 	case <-time.After(delay):
 	case <-r.Context().Done():
@@ -336,4 +355,106 @@ func TestOriginsTheGuardRefusesAreNotReached(t *testing.T) {
 	require.NotContains(t, string(body), "#pending")
 	require.Zero(t, b.asked.Load())
 	require.InDelta(t, 1, testutil.ToFloat64(r.m.resolutions.WithLabelValues(outcomeUnreachable)), 0)
+}
+
+// TestAsksOnlyAboutDIDsAnchoredHere: a long-form name resolves here to its initial state,
+// whose anchorOrigin is whatever its client wrote; with no anchored head there is nothing to
+// merge, so no origin is asked (a client would otherwise make this domain send a request to
+// any host it names, and fill the memory of origins).
+func TestAsksOnlyAboutDIDsAnchoredHere(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	var asked atomic.Int64
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		asked.Add(1)
+		http.NotFound(w, nil)
+	}))
+	t.Cleanup(elsewhere.Close)
+	_, create, err := wallet.New(wallet.Config{AnchorOrigin: elsewhere.URL}).Create()
+	require.NoError(t, err)
+	op, err := sidetree.ParseOperation(create, sidetree.DefaultProfile())
+	require.NoError(t, err)
+	long, err := sidetree.LongFormDID(sidetree.OrbProfile("http:b.example"), op)
+	require.NoError(t, err)
+	require.NotContains(t, long, ":"+sidetree.OrbUnpublishedLabel+":")
+
+	body, status, err := b.r.Resolve(context.Background(), long)
+	require.NoError(t, err)
+	require.Equal(t, sidetree.ResolutionFound, status)
+	require.Contains(t, string(body), `"published":false`)
+	require.Zero(t, asked.Load())
+	require.Zero(t, testutil.CollectAndCount(b.r.m.resolutions))
+}
+
+// TestALookupOutlivesTheClientThatStartedIt: the lookup of an origin's endpoints serves every
+// resolution that joins it, so the client that started it leaving does not end it: before, the
+// lookup failed with that client's cancellation, and a resolution that had joined it took the
+// origin for failing and did not ask it for a minute. The endpoints found are remembered.
+func TestALookupOutlivesTheClientThatStartedIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	hold := make(chan struct{})
+	b.mu.Lock()
+	b.hold, b.held = hold, make(chan struct{}, 1)
+	b.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		body, _, err := b.r.Resolve(ctx, b.canonical)
+		if err == nil && strings.Contains(string(body), "#pending") {
+			t.Error("a resolution whose client left answered from the origin")
+		}
+	}()
+	<-b.held
+	cancel()
+	<-gone
+	b.mu.Lock()
+	b.hold = nil
+	b.mu.Unlock()
+	close(hold)
+
+	services, _ := b.resolve(t, b.canonical)
+	require.Equal(t, []string{"home", "pending"}, services)
+	require.Equal(t, int64(1), b.discoveries.Load(), "the endpoints were found once")
+	require.Zero(t, b.outcome(outcomeSkipped))
+}
+
+// TestResolutionsAskingAtOnceAreBounded: beyond MaxInFlight resolutions asking origins at once,
+// a resolution is answered locally at once (and counted busy), whatever the number of clients
+// asking about DIDs of other domains; the one in flight still merges.
+func TestResolutionsAskingAtOnceAreBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	reg := prometheus.NewRegistry()
+	r, err := New(Config{Self: "http://b.example", MaxInFlight: 1, Logger: anchordtest.Logger(t), Registerer: reg}, b.b, b.fetch)
+	require.NoError(t, err)
+	hold := make(chan struct{})
+	b.mu.Lock()
+	b.hold, b.held = hold, make(chan struct{}, 1)
+	b.mu.Unlock()
+	first := make(chan []byte, 1)
+	go func() {
+		body, _, err := r.Resolve(context.Background(), b.canonical)
+		if err != nil {
+			t.Error(err)
+		}
+		first <- body
+	}()
+	<-b.held // the first is asking the origin
+
+	body, status, err := r.Resolve(context.Background(), b.canonical)
+	require.NoError(t, err)
+	require.Equal(t, sidetree.ResolutionFound, status)
+	require.NotContains(t, string(body), "#pending", "answered locally")
+	require.InDelta(t, 1, testutil.ToFloat64(r.m.resolutions.WithLabelValues(outcomeBusy)), 0)
+
+	b.mu.Lock()
+	b.hold = nil
+	b.mu.Unlock()
+	close(hold)
+	require.Contains(t, string(<-first), "#pending")
+	body, _, err = r.Resolve(context.Background(), b.canonical)
+	require.NoError(t, err)
+	require.Contains(t, string(body), "#pending", "the slot is given back")
 }
