@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
@@ -46,23 +45,28 @@ func durationText(_ []string, a slog.Attr) slog.Attr {
 // tests call it once per in-process server, while goroutines of another (tessera's) may log.
 func Capture(l *slog.Logger) {
 	slog.SetDefault(l)
-	tessera := l.With("component", "tessera")
-	klogTarget.Store(tessera)
-	// klog's logger may only be set before anything logs through it (klog reads it without a
-	// lock), so it is set once, to a logger that follows klogTarget.
-	klogOnce.Do(func() {
-		// klog hands unstructured calls (Infof, Warningf, Errorf: all tessera makes) to the
-		// buffer writer with klog's header, which carries the severity; its structured calls go
-		// to the logr side as they are.
-		klog.SetLoggerWithOptions(logr.FromSlogHandler(followHandler{}),
-			klog.WriteKlogBuffer(func(b []byte) { writeKlog(klogTarget.Load(), b) }))
-	})
+	klogTarget.Store(l.With("component", "tessera"))
 }
 
-var (
-	klogOnce   sync.Once
-	klogTarget atomic.Pointer[slog.Logger]
-)
+// klogTarget is where klog's lines go: the last Capture's logger, or slog's default before any.
+var klogTarget atomic.Pointer[slog.Logger]
+
+func klogLogger() *slog.Logger {
+	if l := klogTarget.Load(); l != nil {
+		return l
+	}
+	return slog.Default()
+}
+
+// klog's logger may only be set before anything logs through it (klog reads it without a lock),
+// so it is set once, when the process starts, to a logger that follows klogTarget.
+func init() {
+	// klog hands unstructured calls (Infof, Warningf, Errorf: all tessera makes) to the buffer
+	// writer with klog's header, which carries the severity; its structured calls go to the logr
+	// side as they are.
+	klog.SetLoggerWithOptions(logr.FromSlogHandler(followHandler{}),
+		klog.WriteKlogBuffer(func(b []byte) { writeKlog(klogLogger(), b) }))
+}
 
 // followHandler is a slog.Handler that hands each record to klogTarget's handler of the moment,
 // with the attributes and groups added to it on the way.
@@ -71,7 +75,7 @@ type followHandler struct {
 }
 
 func (h followHandler) target() slog.Handler {
-	t := klogTarget.Load().Handler()
+	t := klogLogger().Handler()
 	for _, step := range h.steps {
 		t = step(t)
 	}

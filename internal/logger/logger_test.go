@@ -129,8 +129,9 @@ func TestCaptureRoutesKlogAndTheLogPackage(t *testing.T) { //nolint:paralleltest
 }
 
 // TestCaptureAgainWhileKlogIsInUse: an in-process server of the tests captures the loggers while
-// another one's tessera goroutines log through klog; klog's logger is set once, and a later
-// Capture re-routes klog's lines (structured ones too) without a race.
+// another one's tessera goroutines log through klog, even before the process's first Capture;
+// klog's logger is set once at start, and each Capture re-routes klog's lines (structured ones
+// too) without a race.
 func TestCaptureAgainWhileKlogIsInUse(t *testing.T) { //nolint:paralleltest // changes process-wide loggers
 	prev := slog.Default()
 	t.Cleanup(func() {
@@ -138,7 +139,6 @@ func TestCaptureAgainWhileKlogIsInUse(t *testing.T) { //nolint:paralleltest // c
 		log.SetOutput(os.Stderr)
 		log.SetFlags(log.LstdFlags)
 	})
-	Capture(New("json", "debug", io.Discard))
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -153,6 +153,7 @@ func TestCaptureAgainWhileKlogIsInUse(t *testing.T) { //nolint:paralleltest // c
 			}
 		}
 	}()
+	Capture(New("json", "debug", io.Discard))
 	var last *anchordtest.SyncBuffer
 	for range 50 {
 		last = &anchordtest.SyncBuffer{}
