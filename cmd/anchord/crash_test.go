@@ -217,15 +217,31 @@ func (c *crashClient) drive(p *anchordtest.Process, stop <-chan struct{}, total 
 	finish := func() { once.Do(func() { close(done) }) }
 	var timer sync.WaitGroup
 	timer.Go(func() {
-		select {
-		case <-stop:
-		case <-done:
 		// A safety net: a round ends at its crash, the last one once total operations were
-		// sent. Two minutes cut the last round short on a loaded machine (the test then failed on
-		// "sent < total" before its counts ran), so it is generous.
-		case <-time.After(6 * time.Minute):
+		// sent. It gives up only when nothing was sent for a minute: a fixed length (two, then
+		// six minutes) cut the last round short on a loaded machine, and the test then failed on
+		// "sent < total" before its counts ran.
+		tick := time.NewTicker(5 * time.Second)
+		defer tick.Stop()
+		last, since := -1, time.Now()
+		for {
+			select {
+			case <-stop:
+			case <-done:
+			case <-tick.C:
+				c.mu.Lock()
+				sent := c.sent
+				c.mu.Unlock()
+				if sent != last {
+					last, since = sent, time.Now()
+				}
+				if time.Since(since) < time.Minute {
+					continue
+				}
+			}
+			finish()
+			return
 		}
-		finish()
 	})
 	defer timer.Wait()
 	var workers sync.WaitGroup
