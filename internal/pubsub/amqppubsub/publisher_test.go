@@ -33,6 +33,7 @@ func TestPublishReturnsWhenBrokerStopsAnswering(t *testing.T) {
 	ctx := anchordtest.Context(t, time.Minute)
 	ps, err := New(ctx, cfg)
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ps.Close()) })
 	t.Cleanup(proxy.close) // first: it ends whatever a failed run left waiting on the broker
 	// One publish leaves a channel in the pool; the next ones run on it and on new channels.
 	require.NoError(t, ps.Publish(ctx, pubsub.TopicAnchor, &pubsub.Message{Body: []byte("before")}))
