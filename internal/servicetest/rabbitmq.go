@@ -38,8 +38,9 @@ type RabbitMQ struct {
 	ctl    string
 	env    []string
 
-	mu     sync.Mutex
-	killed bool
+	mu         sync.Mutex
+	killed     bool
+	appStopped bool // StopApp ran (or failed midway) and StartApp has not succeeded since
 }
 
 // StartRabbitMQ starts a private node and stops it, removing its files, when the test ends.
@@ -113,6 +114,9 @@ func (r *RabbitMQ) boot() {
 	start := time.Now()
 	r.run(r.server, "-detached")
 	r.ctlRun("wait", "--timeout", "60", r.pidFile())
+	r.mu.Lock()
+	r.appStopped = false
+	r.mu.Unlock()
 	r.tb.Logf("servicetest: RabbitMQ node %s on 127.0.0.1:%d started in %s", r.node, r.port, time.Since(start).Round(time.Millisecond))
 }
 
@@ -143,6 +147,9 @@ func (r *RabbitMQ) Node() string { return r.node }
 // survive.
 func (r *RabbitMQ) StopApp() {
 	r.tb.Helper()
+	r.mu.Lock()
+	r.appStopped = true
+	r.mu.Unlock()
 	r.ctlRun("stop_app")
 }
 
@@ -151,6 +158,27 @@ func (r *RabbitMQ) StartApp() {
 	r.tb.Helper()
 	r.ctlRun("start_app")
 	r.ctlRun("await_startup", "--timeout", "60")
+	r.mu.Lock()
+	r.appStopped = false
+	r.mu.Unlock()
+}
+
+// Restore starts the application or the node again if a test stopped or killed it and failed
+// before starting it, so that the tests sharing the node after it find it running. Call it from
+// the goroutine of the test that started the node (a failure here fails that test).
+func (r *RabbitMQ) Restore() {
+	r.tb.Helper()
+	r.mu.Lock()
+	killed, stopped := r.killed, r.appStopped
+	r.mu.Unlock()
+	switch {
+	case killed:
+		r.tb.Logf("servicetest: RabbitMQ node %s left killed; starting it again", r.node)
+		r.Start()
+	case stopped:
+		r.tb.Logf("servicetest: RabbitMQ node %s left with its app stopped; starting it again", r.node)
+		r.StartApp()
+	}
 }
 
 // Kill ends the node with SIGKILL, as a crash would, and waits until the process is gone.

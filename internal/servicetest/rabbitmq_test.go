@@ -34,6 +34,9 @@ func TestRabbitMQ(t *testing.T) {
 	require.Error(t, handshake(), "stopped app closes the port")
 	r.StartApp()
 	require.NoError(t, handshake(), "restarted app accepts AMQP again")
+	r.StopApp()
+	r.Restore()
+	require.NoError(t, handshake(), "Restore starts a stopped app")
 	r.Kill()
 	require.Error(t, handshake(), "killed node is gone")
 	// Start after Kill is exercised by amqppubsub's TestPrivateBroker/BrokerKilled; a second

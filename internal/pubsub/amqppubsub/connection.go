@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"sync"
 	"time"
@@ -22,6 +23,12 @@ import (
 // died. It never runs a goroutine of its own: a dead connection is noticed by whoever asks for
 // a channel next (publishers, subscription loops, Check), who then dials again, at most once per
 // backoff interval. Between attempts, requests fail fast with pubsub.ErrUnavailable.
+//
+// Only dialing happens under the lock, and a dial ends with its caller's context or
+// DialTimeout, whichever comes first. Requests to a live connection (channel.open,
+// channel.close, connection.close) are made outside it: a broker can keep a connection open and
+// stop answering (RabbitMQ stops reading a publishing connection under a memory or disk alarm),
+// and such a request then waits until the broker answers or the connection dies.
 type connector struct {
 	role        string
 	url         string
@@ -34,7 +41,9 @@ type connector struct {
 	log         *slog.Logger
 	metrics     *metrics
 
-	mu       sync.Mutex
+	// lock guards the fields below: a channel rather than a mutex, so that a caller waiting
+	// behind another's dial can give up when its context ends.
+	lock     chan struct{}
 	conns    []*conn // live connections, oldest first
 	failures int     // consecutive failed dials
 	retryAt  time.Time
@@ -62,73 +71,109 @@ func newConnector(role string, cfg Config, declare func(*amqp.Channel) error, m 
 		declare:     declare,
 		log:         cfg.Logger.With("role", role),
 		metrics:     m,
+		lock:        make(chan struct{}, 1),
 	}
 	m.connectionUp.WithLabelValues(role).Set(0)
 	return c
 }
 
+// enter takes the lock, or fails with an error wrapping pubsub.ErrUnavailable once ctx ends.
+func (c *connector) enter(ctx context.Context) error {
+	select { // a free lock wins over an ended context
+	case c.lock <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case c.lock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the %s connection: %w: %w", c.role, pubsub.ErrUnavailable, ctx.Err())
+	}
+}
+
+// enterAlways takes the lock for bookkeeping that must not be skipped; it waits at most for a
+// dial in progress.
+func (c *connector) enterAlways() { c.lock <- struct{}{} }
+
+func (c *connector) leave() { <-c.lock }
+
 // channel opens a channel on a connection with room, dialing when there is none. It fails fast
 // with an error wrapping pubsub.ErrUnavailable while the broker is unreachable.
 func (c *connector) channel(ctx context.Context) (*amqp.Channel, *conn, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for {
-		if c.closed {
-			return nil, nil, pubsub.ErrClosed
-		}
-		c.pruneLocked()
-		var cn *conn
-		for i := len(c.conns) - 1; i >= 0; i-- {
-			if !c.conns[i].full && c.conns[i].channels < c.maxChannels {
-				cn = c.conns[i]
-				break
-			}
-		}
-		if cn == nil {
-			var err error
-			if cn, err = c.dialLocked(ctx); err != nil {
-				return nil, nil, err
-			}
+		cn, err := c.reserve(ctx)
+		if err != nil {
+			return nil, nil, err
 		}
 		ch, err := cn.c.Channel()
-		if err != nil {
-			if cn.c.IsClosed() {
-				continue // pruned on the next turn
-			}
+		if err == nil {
+			return ch, cn, nil
+		}
+		c.enterAlways()
+		cn.channels--
+		if !cn.c.IsClosed() { // else pruned on the next turn
 			// The broker's channel_max is lower than MaxConnectionChannels.
 			c.log.WarnContext(ctx, "broker refused a channel; using a new connection", "channels", cn.channels, "error", err)
 			cn.full = true
-			continue
 		}
-		cn.channels++
-		return ch, cn, nil
+		c.leave()
 	}
+}
+
+// reserve counts one more channel on a connection with room, dialing when there is none.
+func (c *connector) reserve(ctx context.Context) (*conn, error) {
+	if err := c.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer c.leave()
+	if c.closed {
+		return nil, pubsub.ErrClosed
+	}
+	c.pruneLocked()
+	var cn *conn
+	for i := len(c.conns) - 1; i >= 0; i-- {
+		if !c.conns[i].full && c.conns[i].channels < c.maxChannels {
+			cn = c.conns[i]
+			break
+		}
+	}
+	if cn == nil {
+		var err error
+		if cn, err = c.dialLocked(ctx); err != nil {
+			return nil, err
+		}
+	}
+	cn.channels++
+	return cn, nil
 }
 
 // release closes ch and frees its slot on cn. A connection left without channels is closed
 // unless it is the newest, so that connections opened for a burst of channels go away.
 func (c *connector) release(ch *amqp.Channel, cn *conn) {
 	_ = ch.Close() // fails only when already closed
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.enterAlways()
 	cn.channels--
-	if cn.channels > 0 || len(c.conns) < 2 || c.conns[len(c.conns)-1] == cn {
-		return
-	}
-	for i, other := range c.conns {
-		if other == cn {
+	surplus := false
+	if cn.channels == 0 && len(c.conns) >= 2 && c.conns[len(c.conns)-1] != cn {
+		if i := slices.Index(c.conns, cn); i >= 0 {
 			c.conns = slices.Delete(c.conns, i, i+1)
-			_ = cn.c.Close()
 			c.metrics.connections.WithLabelValues(c.role).Set(float64(len(c.conns)))
-			return
+			surplus = true
 		}
+	}
+	c.leave()
+	if surplus {
+		c.closeConn(cn)
 	}
 }
 
 // ensure makes sure the role has a live connection, dialing if the backoff allows.
 func (c *connector) ensure(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	if err := c.enter(ctx); err != nil {
+		return err
+	}
+	defer c.leave()
 	if c.closed {
 		return pubsub.ErrClosed
 	}
@@ -142,22 +187,34 @@ func (c *connector) ensure(ctx context.Context) error {
 
 // waitRetry sleeps until the next dial is allowed; false when ctx ended first.
 func (c *connector) waitRetry(ctx context.Context) bool {
-	c.mu.Lock()
+	if c.enter(ctx) != nil {
+		return false
+	}
 	wait := time.Until(c.retryAt)
-	c.mu.Unlock()
+	c.leave()
 	return loop.Sleep(ctx, wait)
 }
 
+// close closes the connections, which ends every request still waiting on them.
 func (c *connector) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.enterAlways()
 	c.closed = true
-	for _, cn := range c.conns {
-		_ = cn.c.Close()
-	}
+	conns := c.conns
 	c.conns = nil
 	c.metrics.connections.WithLabelValues(c.role).Set(0)
 	c.metrics.connectionUp.WithLabelValues(c.role).Set(0)
+	c.leave()
+	var wg sync.WaitGroup
+	for _, cn := range conns {
+		wg.Go(func() { c.closeConn(cn) })
+	}
+	wg.Wait()
+}
+
+// closeConn closes a connection nobody will use again. The broker gets DialTimeout to answer
+// the close; then the socket is closed under whatever still waits on it.
+func (c *connector) closeConn(cn *conn) {
+	_ = cn.c.CloseDeadline(time.Now().Add(c.dialTimeout))
 }
 
 // pruneLocked forgets dead connections and logs why they died.
@@ -216,37 +273,59 @@ func (c *connector) dialLocked(ctx context.Context) (*conn, error) {
 	return cn, nil
 }
 
+// dial opens a connection and declares the topology on it. The whole of it, handshake and
+// declarations included, ends with ctx or after DialTimeout: the socket is closed under it.
 func (c *connector) dial(ctx context.Context) (*conn, error) {
-	timeout := c.dialTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(dl))
+	ctx, cancel := context.WithTimeout(ctx, c.dialTimeout)
+	defer cancel()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("dial %s: %w", secret.RedactURL(c.url), err)
 	}
-	if timeout <= 0 {
-		return nil, fmt.Errorf("dial %s: %w", secret.RedactURL(c.url), context.DeadlineExceeded)
-	}
+	// Set by the Dial hook below: until it is stopped, the end of ctx closes the socket.
+	stop := func() bool { return true }
 	props := amqp.NewConnectionProperties()
 	props.SetClientConnectionName("anchord-" + c.role)
 	ac, err := amqp.DialConfig(c.url, amqp.Config{
-		Heartbeat:       10 * time.Second,
-		Locale:          "en_US",
-		Dial:            amqp.DefaultDial(timeout),
-		Properties:      props,
+		Heartbeat:  10 * time.Second,
+		Locale:     "en_US",
+		Properties: props,
+		Dial: func(network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			nc, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			stop = context.AfterFunc(ctx, func() { _ = nc.Close() })
+			return nc, nil
+		},
 		TLSClientConfig: c.tls,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("dial %s: %w", secret.RedactURL(c.url), err)
+		return nil, fmt.Errorf("dial %s: %w", secret.RedactURL(c.url), c.cause(ctx, err))
 	}
 	cn := &conn{c: ac, closes: ac.NotifyClose(make(chan *amqp.Error, 1))}
 	ch, err := ac.Channel()
 	if err != nil {
 		_ = ac.Close()
-		return nil, fmt.Errorf("open channel to declare topology: %w", err)
+		return nil, fmt.Errorf("open channel to declare topology: %w", c.cause(ctx, err))
 	}
 	err = c.declare(ch)
 	_ = ch.Close()
+	if err == nil && !stop() {
+		err = errors.New("connection closed") // ctx ended as the declarations finished
+	}
 	if err != nil {
 		_ = ac.Close()
-		return nil, fmt.Errorf("declare topology: %w", err)
+		return nil, fmt.Errorf("declare topology: %w", c.cause(ctx, err))
 	}
 	return cn, nil
+}
+
+// cause adds ctx's error to err when ctx ended: the socket was closed because of it, and the
+// library only reports the closed socket.
+func (c *connector) cause(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("%w (%w)", ctxErr, err)
+	}
+	return err
 }

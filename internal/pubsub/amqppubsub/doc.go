@@ -64,6 +64,12 @@
 // role, which opens another connection when the current one holds MaxConnectionChannels
 // channels. Publishing uses a pool of PublisherChannelPoolSize confirm-mode channels; a Publish
 // holds one channel and waits for its confirms (windows of 256) always bounded by its context.
+// A broker can also keep a connection open and stop answering it (RabbitMQ stops reading
+// publishing connections under a memory or disk alarm), and opening, setting up or closing a
+// channel cannot be abandoned midway: so a Publish talks to the broker from a goroutine of its
+// own and returns ErrUnavailable when its context ends, while that goroutine keeps its pool slot
+// until the broker answers or the connection dies. Close ends such goroutines by closing the
+// connections, giving the broker DialTimeout to acknowledge.
 // A subscription with pool size N spreads its N slots over channels of SubscriberChannelSlots
 // (default 64) slots each, with prefetch equal to the slots; a handler that has not returned
 // holds one unit of prefetch and never blocks another slot.

@@ -1,6 +1,7 @@
 package amqppubsub
 
 import (
+	"bytes"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -63,7 +64,9 @@ func newPublishing(msg *pubsub.Message, topic string, now time.Time) amqp.Publis
 		DeliveryMode: amqp.Persistent,
 		MessageId:    msg.ID,
 		Timestamp:    now,
-		Body:         msg.Body,
+		// A copy: a publish whose caller's context ended goes on writing to a connection the
+		// broker may have stopped reading, after the caller got its buffer back.
+		Body: bytes.Clone(msg.Body),
 	}
 }
 

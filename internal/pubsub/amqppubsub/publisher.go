@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -18,11 +19,21 @@ const confirmWindow = 256
 // publisher is the pool of publisher channels, each in confirm mode. A Publish call holds one
 // channel for its duration, so the pool size bounds concurrent publishes; a call that finds the
 // pool busy waits for a channel, bounded by its context.
+//
+// The exchange with the broker runs on a goroutine of its own, which the caller waits for only
+// until its context ends: opening a channel, enabling confirms and closing a channel are
+// requests the library cannot abandon, and a broker that stopped reading the connection never
+// answers them. Such a goroutine keeps its pool slot until the broker answers or the connection
+// dies; close, after the connector closed the connections, waits for it.
 type publisher struct {
 	conn    *connector
 	tokens  chan struct{}    // one per channel the pool may hold
 	idle    chan *pubChannel // open channels not in use
 	metrics *metrics
+
+	mu       sync.Mutex
+	closing  bool
+	inFlight sync.WaitGroup // exchanges with the broker, their callers possibly gone
 }
 
 type pubChannel struct {
@@ -52,7 +63,41 @@ func (p *publisher) publish(ctx context.Context, exchange, key, label string, pu
 	case <-ctx.Done():
 		return fmt.Errorf("wait for a publisher channel: %w: %w", pubsub.ErrUnavailable, ctx.Err())
 	}
-	defer func() { p.tokens <- struct{}{} }()
+	return p.detach(ctx, func() error {
+		defer func() { p.tokens <- struct{}{} }()
+		return p.exchange(ctx, exchange, key, label, pubs)
+	})
+}
+
+// detach runs fn on its own goroutine and waits for it until ctx ends.
+func (p *publisher) detach(ctx context.Context, fn func() error) error {
+	p.mu.Lock()
+	if p.closing {
+		p.mu.Unlock()
+		return pubsub.ErrClosed
+	}
+	p.inFlight.Add(1)
+	p.mu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		defer p.inFlight.Done()
+		done <- fn()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	select {
+	case err := <-done: // it finished as ctx ended: its result stands
+		return err
+	default:
+		return fmt.Errorf("no answer from the broker: %w: %w", pubsub.ErrUnavailable, ctx.Err())
+	}
+}
+
+// exchange publishes pubs on a pooled channel; the caller holds a token.
+func (p *publisher) exchange(ctx context.Context, exchange, key, label string, pubs []amqp.Publishing) error {
 	pc, err := p.acquire(ctx)
 	if err != nil {
 		p.metrics.publishFailed.WithLabelValues(label).Add(float64(len(pubs)))
@@ -172,8 +217,13 @@ func (p *publisher) putBack(pc *pubChannel, healthy bool) {
 	p.conn.release(pc.ch, pc.cn)
 }
 
-// close closes the idle channels; the connector closes the connection.
+// close waits for the exchanges still running, which end once the connector closed the
+// connections, and closes the idle channels.
 func (p *publisher) close() {
+	p.mu.Lock()
+	p.closing = true
+	p.mu.Unlock()
+	p.inFlight.Wait()
 	for {
 		select {
 		case pc := <-p.idle:

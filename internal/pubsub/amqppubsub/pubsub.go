@@ -103,7 +103,7 @@ func (ps *PubSub) Publish(ctx context.Context, topic string, msgs ...*pubsub.Mes
 		// definitions reset while we stayed connected). Declare the topology again and
 		// republish only the returned messages: the others are in the queue already.
 		ps.log.WarnContext(ctx, "queue missing on the broker; declaring the topology again", "topic", topic)
-		if derr := ps.redeclare(ctx); derr != nil {
+		if derr := ps.publisher.detach(ctx, func() error { return ps.redeclare(ctx) }); derr != nil {
 			return fmt.Errorf("publish to %s: %w (redeclare: %w)", topic, err, derr)
 		}
 		returned := make(map[string]bool, len(unroutable.ids))
@@ -187,8 +187,9 @@ func (ps *PubSub) Check(ctx context.Context) error {
 func (ps *PubSub) Close() error {
 	ps.closeOnce.Do(func() {
 		ps.closed.Store(true)
-		ps.publisher.close()
+		// Connections first: closing them ends the publishes still waiting on the broker.
 		ps.pubConn.close()
+		ps.publisher.close()
 		ps.subConn.close()
 	})
 	return nil
