@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -144,3 +145,36 @@ func (c *apiClient) metricTotal(t *testing.T, name string) float64 {
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+// eventuallyEach is anchordtest.Eventually for every item at once, on workers goroutines: each
+// item gets timeout of its own, polled every interval. It returns the items whose condition
+// never held, for the test to fail on. Checks of thousands of DIDs one after another spent
+// most of their time waiting for answers, one at a time.
+func eventuallyEach[T any](items []T, workers int, timeout, interval time.Duration, cond func(T) bool) []T {
+	next := make(chan T)
+	var mu sync.Mutex
+	var failed []T
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for item := range next {
+				deadline := time.Now().Add(timeout)
+				for !cond(item) {
+					if time.Now().After(deadline) {
+						mu.Lock()
+						failed = append(failed, item)
+						mu.Unlock()
+						break
+					}
+					time.Sleep(interval)
+				}
+			}
+		})
+	}
+	for _, item := range items {
+		next <- item
+	}
+	close(next)
+	wg.Wait()
+	return failed
+}

@@ -176,26 +176,21 @@ func TestClusterSurvivesKillsUnderLoad(t *testing.T) {
 	want := readAccepted(t, accepted)
 	require.NotEmpty(t, want)
 	api := newClient(c.nodes[0].addr)
-	var anchored []sidetree.AnchoredOperation
+	var counts map[opKey]int
 	// Operations of a killed instance come back once the op-queue monitor has taken it over.
 	anchordtest.Eventually(t, 3*time.Minute, 2*time.Second, func() bool {
-		anchored = api.anchoredOperations(t, sidetree.DefaultProfile())
-		seen := map[opKey]bool{}
-		for _, op := range anchored {
-			seen[keyOf(t, op)] = true
+		counts = map[opKey]int{}
+		for _, op := range api.anchoredOperations(t, sidetree.DefaultProfile()) {
+			counts[keyOf(t, op)]++
 		}
 		for k := range want {
-			if !seen[k] {
+			if counts[k] == 0 {
 				return false
 			}
 		}
 		return true
 	}, "accepted operations never all anchored")
 
-	counts := map[opKey]int{}
-	for _, op := range anchored {
-		counts[keyOf(t, op)]++
-	}
 	for k, n := range counts {
 		require.Equal(t, 1, n, "%v anchored %d times", k, n)
 	}
@@ -206,19 +201,30 @@ func TestClusterSurvivesKillsUnderLoad(t *testing.T) {
 	t.Logf("%d accepted, %d anchored (the rest had no answer when an instance died), %d kills", len(want), len(counts), kills)
 
 	// Every instance resolves every accepted DID (a sample of them in the full run).
-	checked := 0
+	type resolution struct {
+		suffix string
+		api    *apiClient
+	}
+	var clients []*apiClient
+	for _, n := range c.nodes {
+		clients = append(clients, newClient(n.addr))
+	}
+	var resolutions []resolution
 	for k := range want {
-		if os.Getenv("ANCHORD_TEST_CLUSTER_FULL") == "1" && checked >= 2000 {
+		if os.Getenv("ANCHORD_TEST_CLUSTER_FULL") == "1" && len(resolutions) >= 2000*len(clients) {
 			break
 		}
-		checked++
-		for _, n := range c.nodes {
-			cl := newClient(n.addr)
-			anchordtest.Eventually(t, 30*time.Second, 100*time.Millisecond, func() bool {
-				code, body, err := cl.resolve("did:sidetree:" + k.suffix)
-				return err == nil && code == http.StatusOK && strings.Contains(string(body), `"published":true`)
-			}, "%s not resolvable on %s", k.suffix, n.addr)
+		for _, cl := range clients {
+			resolutions = append(resolutions, resolution{k.suffix, cl})
 		}
+	}
+	unresolved := eventuallyEach(resolutions, 8, 30*time.Second, 100*time.Millisecond, func(r resolution) bool {
+		code, body, err := r.api.resolve("did:sidetree:" + r.suffix)
+		return err == nil && code == http.StatusOK && strings.Contains(string(body), `"published":true`)
+	})
+	if len(unresolved) > 0 {
+		t.Fatalf("%d of %d resolutions not published within 30 s, the first %s on %s",
+			len(unresolved), len(resolutions), unresolved[0].suffix, unresolved[0].api.base)
 	}
 }
 

@@ -76,10 +76,10 @@ func postCreates(t *testing.T, api *apiClient, n, concurrency int) int {
 }
 
 // TestIPFSHoldsEveryBatchFile runs an embedded anchord with --cas-type ipfs against a private
-// Kubo node. Every file of about 300 anchored batches (1,000 with ANCHORD_TEST_FED_FULL=1) is on the node under the CID anchord
-// computed, with the same bytes; the node stopped under load delays its copies but not the
-// anchors, and they arrive once it is back; a wiped node is refilled by
-// `anchord admin cas pin-missing`.
+// Kubo node. Every file of about 100 anchored batches (1,000 with ANCHORD_TEST_FED_FULL=1) is on
+// the node under the CID anchord computed, with the same bytes; the node stopped under load
+// delays its copies but not the anchors, and they arrive once it is back; a wiped node is
+// refilled by `anchord admin cas pin-missing`.
 func TestIPFSHoldsEveryBatchFile(t *testing.T) {
 	t.Parallel()
 	node := servicetest.StartIPFS(t)
@@ -112,11 +112,13 @@ func TestIPFSHoldsEveryBatchFile(t *testing.T) {
 		}
 	}
 
-	// About 300 batches of two creates, 1,000 at full size: each file is pinned and then read
-	// back and checked here, which at 3,000 files took ten minutes of a busy machine's suite.
+	// About 100 batches of two creates, 1,000 at full size: each file is pinned and then read
+	// back and checked here, which at 3,000 files took ten minutes of a busy machine's suite,
+	// and at 900 four. Three hundred files are still ten of the pinner's claims
+	// (cas.PinBatchDefault), the 90 or so written while the node is down three.
 	// (Files above 256 KiB, UnixFS DAGs, are checked against the real node by internal/ipfs's
 	// tests: batches of two operations stay small.)
-	creates, minBatches, later := 600, 250, 100
+	creates, minBatches, later := 200, 80, 60
 	if os.Getenv("ANCHORD_TEST_FED_FULL") == "1" {
 		creates, minBatches, later = 2000, 900, 400
 	}

@@ -62,11 +62,15 @@ func (o *outageClient) run(ctx context.Context, workers int) {
 // that no operation is anchored twice.
 func checkAllAnchored(t *testing.T, api *apiClient, accepted map[opKey]int) {
 	t.Helper()
+	keys := make([]opKey, 0, len(accepted))
 	for k := range accepted {
-		anchordtest.Eventually(t, time.Minute, 50*time.Millisecond, func() bool {
-			code, _, err := api.resolve("did:sidetree:" + k.suffix)
-			return err == nil && code == http.StatusOK
-		}, "accepted %s never resolvable", k.suffix)
+		keys = append(keys, k)
+	}
+	if never := eventuallyEach(keys, 8, time.Minute, 50*time.Millisecond, func(k opKey) bool {
+		code, _, err := api.resolve("did:sidetree:" + k.suffix)
+		return err == nil && code == http.StatusOK
+	}); len(never) > 0 {
+		t.Fatalf("%d of %d accepted creates never resolvable, the first %s", len(never), len(keys), never[0].suffix)
 	}
 	counts := map[opKey]int{}
 	for _, op := range api.anchoredOperations(t, sidetree.DefaultProfile()) {
