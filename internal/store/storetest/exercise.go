@@ -169,6 +169,7 @@ func Exercise(t *testing.T, newOpener func(t testing.TB) Opener, migrations []st
 	exerciseCosignedCheckpoints(t, setup)
 	exerciseWitness(t, setup)
 	exerciseAnchoredOps(t, setup)
+	exerciseDIDStates(t, setup)
 	exerciseTask(t, setup)
 	exerciseLedger(t, setup)
 	exerciseAnchorLinks(t, setup)
