@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // The binary form of a StateRecord (AppendBinary), version 1. Integers are unsigned varints,
@@ -20,13 +21,15 @@ import (
 //	  recovery commitment, update commitment (commitment)
 //	  anchor origin, anchored by (string)
 //	  public keys   count, then each: id (string), type (name), purposes (count + 1, 0 for
-//	                none, then each a name), JWK (bytes)
+//	                none, then each a name), JWK (jwk)
 //	  services      count, then each: id, type (string), endpoint (bytes)
 //	  alsoKnownAs   count, then each a string
 //	  used recovery and update commitments (set)
 //	unapplied recovery and update commitments (set)
 //
-// A commitment is a tag byte: 0 for "", 1 and the 34 bytes of a multihash whose canonical
+// A jwk is a byte: 0 and the JWK's JSON as a string, or the 1-based index of a JSON template in
+// jwkTemplates and, for each of its holes, the bytes whose canonical base64url fills it (a
+// secp256k1 key's JSON is 124 bytes, its template form 66). A commitment is a tag byte: 0 for "", 1 and the 34 bytes of a multihash whose canonical
 // base64url is the commitment, 2 and the string otherwise. A set is a count and its
 // commitments in ascending order. A name is a byte: the 1-based index of a well-known key type
 // or purpose, or 0 and the string.
@@ -46,6 +49,18 @@ var knownNames = []string{
 	"EcdsaSecp256k1VerificationKey2019", "JsonWebKey2020", "Ed25519VerificationKey2018",
 	"Ed25519VerificationKey2020", "Bls12381G2Key2020", "X25519KeyAgreementKey2019",
 	"authentication", "assertionMethod", "capabilityInvocation", "capabilityDelegation", "keyAgreement",
+}
+
+// jwkTemplates are the JSON forms of public keys that JWKs are encoded by: literal segments,
+// each hole between two filled with a base64url value. Appending is the only change this list
+// may take: stored records refer to it by index.
+var jwkTemplates = [][]string{
+	{`{"kty":"EC","crv":"secp256k1","x":"`, `","y":"`, `"}`},
+	{`{"crv":"secp256k1","kty":"EC","x":"`, `","y":"`, `"}`},
+	{`{"kty":"OKP","crv":"Ed25519","x":"`, `"}`},
+	{`{"crv":"Ed25519","kty":"OKP","x":"`, `"}`},
+	{`{"kty":"EC","crv":"P-256","x":"`, `","y":"`, `"}`},
+	{`{"crv":"P-256","kty":"EC","x":"`, `","y":"`, `"}`},
 }
 
 // AppendBinary appends the record's binary form to b. The suffix is left out: the index keys
@@ -97,7 +112,7 @@ func (r *StateRecord) AppendBinary(b []byte) []byte {
 					b = appendName(b, p)
 				}
 			}
-			b = appendString(b, string(k.JWK))
+			b = appendJWK(b, k.JWK)
 		}
 		b = binary.AppendUvarint(b, uint64(len(st.Document.Services)))
 		for _, s := range st.Document.Services {
@@ -126,6 +141,43 @@ func appendName(b []byte, s string) []byte {
 		return append(b, byte(i+1))
 	}
 	return appendString(append(b, 0), s)
+}
+
+func appendJWK(b []byte, jwk []byte) []byte {
+	for i, t := range jwkTemplates {
+		if values, ok := matchTemplate(t, string(jwk)); ok {
+			b = append(b, byte(i+1))
+			for _, v := range values {
+				b = appendString(b, string(v))
+			}
+			return b
+		}
+	}
+	return appendString(append(b, 0), string(jwk))
+}
+
+// matchTemplate returns the decoded values that fill t's holes to give s exactly, if any do.
+func matchTemplate(t []string, s string) ([][]byte, bool) {
+	rest, ok := strings.CutPrefix(s, t[0])
+	if !ok {
+		return nil, false
+	}
+	values := make([][]byte, 0, len(t)-1)
+	for _, seg := range t[1:] {
+		end := strings.IndexByte(rest, '"')
+		if end < 0 {
+			return nil, false
+		}
+		v, err := base64.RawURLEncoding.Strict().DecodeString(rest[:end])
+		if err != nil || base64.RawURLEncoding.EncodeToString(v) != rest[:end] {
+			return nil, false
+		}
+		values = append(values, v)
+		if rest, ok = strings.CutPrefix(rest[end:], seg); !ok {
+			return nil, false
+		}
+	}
+	return values, rest == ""
 }
 
 func appendCommitment(b []byte, c string) []byte {
@@ -313,11 +365,9 @@ func (d *decoder) publicKeys(present bool) ([]PublicKey, error) {
 				}
 			}
 		}
-		jwk, err := d.string()
-		if err != nil {
+		if k.JWK, err = d.jwk(); err != nil {
 			return nil, err
 		}
-		k.JWK = []byte(jwk)
 	}
 	return keys, nil
 }
@@ -346,6 +396,32 @@ func (d *decoder) services(present bool) ([]Service, error) {
 		s.Endpoint = []byte(endpoint)
 	}
 	return services, nil
+}
+
+func (d *decoder) jwk() ([]byte, error) {
+	i, err := d.byte()
+	if err != nil {
+		return nil, err
+	}
+	if i == 0 {
+		s, err := d.string()
+		return []byte(s), err
+	}
+	if int(i) > len(jwkTemplates) {
+		return nil, fmt.Errorf("JWK template %d", i)
+	}
+	t := jwkTemplates[i-1]
+	jwk := make([]byte, 0, 128)
+	jwk = append(jwk, t[0]...)
+	for _, seg := range t[1:] {
+		v, err := d.string()
+		if err != nil {
+			return nil, err
+		}
+		jwk = base64.RawURLEncoding.AppendEncode(jwk, []byte(v))
+		jwk = append(jwk, seg...)
+	}
+	return jwk, nil
 }
 
 func (d *decoder) set() (map[string]struct{}, error) {

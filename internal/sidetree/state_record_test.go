@@ -56,7 +56,11 @@ func (g *historyGen) patches() []wallet.Patch {
 			out = append(out, wallet.RemoveServices(id))
 		case 3:
 			purposes := [][]string{nil, {}, {"authentication"}, {"keyAgreement", "assertionMethod"}}[g.rng.IntN(4)]
-			out = append(out, wallet.AddPublicKeys(wallet.PublicKey{ID: id, Type: []string{"JsonWebKey2020", "EcdsaSecp256k1VerificationKey2019", "SomeOtherType"}[g.rng.IntN(3)], PublicKeyJWK: g.jwk, Purposes: purposes}))
+			// A JWK of a template, of none (members in another order, a value not in canonical
+			// base64url, one more member), or of a template's start.
+			jwk := [][]byte{g.jwk, []byte(`{"x":"abc","kty":"EC"}`), []byte(`{"kty":"OKP","crv":"Ed25519","x":"abd"}`),
+				[]byte(`{"kty":"OKP","crv":"Ed25519","x":"AAAA","kid":"k"}`), []byte(`{"kty":"OKP","crv":"Ed25519","x":"AAAA"}`)}[g.rng.IntN(5)]
+			out = append(out, wallet.AddPublicKeys(wallet.PublicKey{ID: id, Type: []string{"JsonWebKey2020", "EcdsaSecp256k1VerificationKey2019", "SomeOtherType"}[g.rng.IntN(3)], PublicKeyJWK: jwk, Purposes: purposes}))
 		case 4:
 			out = append(out, wallet.RemovePublicKeys(id))
 		case 5:
