@@ -61,9 +61,10 @@ type Config struct {
 	Limits       batchfile.Limits
 	PollInterval time.Duration
 	// ReleaseFunc, if set, is told the operations of every observed anchor once their index
-	// rows are committed: they are no longer pending (intake.Pending.ReleaseIndexed). Never
-	// before the commit: a DID released earlier could take an operation checked against the
-	// state without them.
+	// rows are committed (each slice's as it commits, IndexTxRows): they are no longer pending
+	// (intake.Pending.ReleaseIndexed). Never before the commit: a DID released earlier could
+	// take an operation checked against the state without them. Not much later either: a
+	// client that resolves the DID's new state may send its next operation at once.
 	ReleaseFunc func(ops []store.DIDOperation)
 	// Known, if set, learns every suffix indexed, before its transaction commits. Setting it
 	// declares this Observer the only writer of the per-DID index (embedded mode).
@@ -377,7 +378,7 @@ func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) 
 	o.m.operations.Add(float64(len(ops)))
 	o.m.duration.Observe(time.Since(start).Seconds())
 	if o.cfg.ReleaseFunc != nil {
-		o.cfg.ReleaseFunc(ops)
+		o.cfg.ReleaseFunc(last) // the slices' were released as they committed
 	}
 	if o.cfg.IndexedFunc != nil {
 		o.cfg.IndexedFunc(res)
@@ -416,6 +417,9 @@ func (o *Observer) indexSlice(ctx context.Context, seq int64, ops []store.DIDOpe
 	}
 	if err != nil {
 		return fmt.Errorf("observe anchor %d: %w", seq, err)
+	}
+	if o.cfg.ReleaseFunc != nil {
+		o.cfg.ReleaseFunc(ops)
 	}
 	failpoint.Hit(failpoint.ObserverAfterSlice)
 	return nil

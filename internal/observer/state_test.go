@@ -356,3 +356,40 @@ func TestObserversOfOneDIDTakeTurns(t *testing.T) {
 		})
 	}
 }
+
+// TestSlicesAreReleasedAsTheyCommit: an anchor indexed in slices releases each slice's
+// operations as soon as the slice commits, when readers already see their states: a client that
+// resolves the new state and sends the DID's next operation is not told it is still pending.
+func TestSlicesAreReleasedAsTheyCommit(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	b := setup(t, st)
+	ctx := context.Background()
+	var reqs [][]byte
+	for range 5 {
+		_, create, err := b.wallet.Create()
+		require.NoError(t, err)
+		reqs = append(reqs, create)
+	}
+	a := b.anchorOps(t, reqs...)
+	var releases [][]string
+	o, err := New(Config{Profile: sidetree.DefaultProfile(), IndexTxRows: 2, ReleaseFunc: func(ops []store.DIDOperation) {
+		var suffixes []string
+		for _, op := range ops {
+			_, err := st.DIDStateGet(ctx, op.Suffix)
+			require.NoError(t, err, "released once its state is committed")
+			suffixes = append(suffixes, op.Suffix)
+		}
+		observed, err := st.AnchorGet(ctx, a.Seq)
+		require.NoError(t, err)
+		if len(releases) < 2 {
+			require.Nil(t, observed.ObservedAt, "released before the anchor's last slice")
+		}
+		releases = append(releases, suffixes)
+	}, Logger: anchordtest.Logger(t)}, st, b.cas.FetchFunc)
+	require.NoError(t, err)
+	_, err = o.CatchUp(ctx)
+	require.NoError(t, err)
+	require.Len(t, releases, 3, "slices of 2, 2 and 1")
+	require.Len(t, releases[2], 1)
+}
