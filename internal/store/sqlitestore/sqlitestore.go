@@ -333,6 +333,8 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 	if err != nil {
 		return err
 	}
+	// Other connections see the transaction now; it is durable once the WAL is synced.
+	hooks.RunVisible()
 	if err := s.wal.sync(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
