@@ -61,10 +61,11 @@ type Config struct {
 	Limits       batchfile.Limits
 	PollInterval time.Duration
 	// ReleaseFunc, if set, is told the operations of every observed anchor once their index
-	// rows are committed (each slice's as it commits, IndexTxRows): they are no longer pending
-	// (intake.Pending.ReleaseIndexed). Never before the commit: a DID released earlier could
-	// take an operation checked against the state without them. Not much later either: a
-	// client that resolves the DID's new state may send its next operation at once.
+	// rows are committed, as soon as other connections see them (each slice's as it commits,
+	// IndexTxRows; store.OnVisible): they are no longer pending (intake.Pending.ReleaseIndexed).
+	// Never before the commit: a DID released earlier could take an operation checked against
+	// the state without them. Not later either: a client that resolves the DID's new state may
+	// send its next operation at once.
 	ReleaseFunc func(ops []store.DIDOperation)
 	// Known, if set, learns every suffix indexed, before its transaction commits. Setting it
 	// declares this Observer the only writer of the per-DID index (embedded mode).
@@ -332,6 +333,7 @@ func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) 
 		lastStates = states.slice(from, len(ops))
 	}
 	err := o.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+		store.OnVisible(ctx, func() { o.visible(last) }) // the slices' were released as they committed
 		if err := tx.DIDOperationInsertMany(ctx, last); err != nil {
 			return err
 		}
@@ -377,9 +379,6 @@ func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) 
 	o.m.observed.Inc()
 	o.m.operations.Add(float64(len(ops)))
 	o.m.duration.Observe(time.Since(start).Seconds())
-	if o.cfg.ReleaseFunc != nil {
-		o.cfg.ReleaseFunc(last) // the slices' were released as they committed
-	}
 	if o.cfg.IndexedFunc != nil {
 		o.cfg.IndexedFunc(res)
 	}
@@ -401,6 +400,7 @@ func (o *Observer) sliceRows() int {
 // observed (Config.IndexTxRows).
 func (o *Observer) indexSlice(ctx context.Context, seq int64, ops []store.DIDOperation, states stateBatch) error {
 	err := o.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+		store.OnVisible(ctx, func() { o.visible(ops) })
 		if err := tx.DIDOperationInsertMany(ctx, ops); err != nil {
 			return err
 		}
@@ -418,11 +418,26 @@ func (o *Observer) indexSlice(ctx context.Context, seq int64, ops []store.DIDOpe
 	if err != nil {
 		return fmt.Errorf("observe anchor %d: %w", seq, err)
 	}
+	failpoint.Hit(failpoint.ObserverAfterSlice)
+	return nil
+}
+
+// visible runs once an index transaction's rows are seen by other connections (store.OnVisible),
+// which on SQLite is before they are synced: a client that resolves a DID's new state then may
+// send its next operation at once, and must not be told the last one is still pending. The
+// resolver first forgets what it cached from rows read before the commit, so that a request
+// the release lets through reads a state that holds the operation.
+func (o *Observer) visible(ops []store.DIDOperation) {
+	if o.cfg.Resolver != nil {
+		suffixes := make([]string, len(ops))
+		for i, op := range ops {
+			suffixes[i] = op.Suffix
+		}
+		o.cfg.Resolver.Invalidate(suffixes)
+	}
 	if o.cfg.ReleaseFunc != nil {
 		o.cfg.ReleaseFunc(ops)
 	}
-	failpoint.Hit(failpoint.ObserverAfterSlice)
-	return nil
 }
 
 // read returns the operations of anchor a. A batch the reader rejects for good is indexed as
