@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/anchord/anchord/internal/intake"
+	"github.com/anchord/anchord/internal/observer"
 	"github.com/anchord/anchord/internal/opqueue"
 	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/taskmgr"
@@ -20,6 +21,11 @@ const clusterObserverPoll = 5 * time.Second
 // task permit) reposts the operations of instances presumed dead.
 func cluster(ctx context.Context, c *core) error {
 	if err := c.pinDIDMethod(ctx); err != nil {
+		return err
+	}
+	// Before anything indexes: the observer takes a DID without a state for one without
+	// operations.
+	if _, err := observer.FillStates(ctx, c.st, c.profile, c.log("observer")); err != nil {
 		return err
 	}
 	// Reservations live in the database, so one pending operation per DID holds across every

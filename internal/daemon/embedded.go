@@ -29,6 +29,11 @@ func embedded(ctx context.Context, c *core) error {
 	if err := c.pinDIDMethod(ctx); err != nil {
 		return err
 	}
+	// Before anything indexes: the observer takes a DID without a state for one without
+	// operations.
+	if _, err := observer.FillStates(ctx, c.st, c.profile, c.log("observer")); err != nil {
+		return err
+	}
 	pending := intake.NewPending(c.pendingTTL())
 	unpublished := c.unpublished()
 	release := pending.Release

@@ -50,6 +50,9 @@ func (o *Observer) ObserveForeign(ctx context.Context, a ForeignAnchor, fn Forei
 	if o.cfg.Resolver != nil {
 		o.cfg.Resolver.Invalidate(suffixes)
 	}
+	// Parsed before the transaction; which of them are indexed, and as which anchor, is known
+	// only inside it.
+	all := prepareStates(o.cfg.Profile, anchored(0, a.Origin, a.Operations))
 	var res Result
 	err := o.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
 		rec, err := tx.AnchorInsert(ctx, store.AnchorInsertParams{
@@ -67,6 +70,9 @@ func (o *Observer) ObserveForeign(ctx context.Context, a ForeignAnchor, fn Forei
 			}
 		}
 		if err := tx.DIDOperationInsertMany(ctx, rows(rec.Seq, keep)); err != nil {
+			return err
+		}
+		if _, err := o.indexStates(ctx, tx, all.kept(o.cfg.Profile, rec.Seq, keep)); err != nil {
 			return err
 		}
 		res = Result{Seq: rec.Seq, Operations: len(keep)}

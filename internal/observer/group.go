@@ -120,7 +120,7 @@ func (g *group[T]) round(ctx context.Context) {
 // errGroupPanicked answers the requests of a round whose query panicked.
 var errGroupPanicked = errors.New("read DIDs from the index: the query panicked")
 
-// newListGroup reads DIDs' operation lists in groups (the cluster's resolution path).
-func newListGroup(st store.Executor) *group[[]store.DIDOperation] {
-	return &group[[]store.DIDOperation]{query: st.DIDOperationLists}
+// newStateGroup reads DIDs' stored states in groups (the cluster's resolution path).
+func newStateGroup(st store.Executor) *group[[]byte] {
+	return &group[[]byte]{query: st.DIDStateGetMany}
 }

@@ -13,6 +13,10 @@ type metrics struct {
 	invalid    prometheus.Counter
 	lag        prometheus.Histogram
 	duration   prometheus.Histogram
+	// stateReplays counts DID states computed from the DID's whole history at index time;
+	// stateUnreadable stored states that did not decode.
+	stateReplays    prometheus.Counter
+	stateUnreadable prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -37,8 +41,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "anchord_observer_duration_seconds", Help: "Time to read and index one anchor.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}),
+		stateReplays: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "anchord_observer_state_replays_total",
+			Help: "DID states computed from the DID's whole history when an operation was indexed (anchored out of order, or changing which earlier operations apply).",
+		}),
+		stateUnreadable: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "anchord_observer_state_unreadable_total", Help: "Stored DID states that did not decode (computed again from the DID's operations).",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.observed, m.foreign, m.operations, m.invalid, m.lag, m.duration} {
+	for _, c := range []prometheus.Collector{m.observed, m.foreign, m.operations, m.invalid, m.lag, m.duration, m.stateReplays, m.stateUnreadable} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register observer metrics: %w", err)
 		}

@@ -61,9 +61,11 @@ type Config struct {
 	Limits       batchfile.Limits
 	PollInterval time.Duration
 	// ReleaseFunc, if set, is told the operations of every observed anchor once their index
-	// rows are committed: they are no longer pending (intake.Pending.ReleaseIndexed). Never
-	// before the commit: a DID released earlier could take an operation checked against the
-	// state without them.
+	// rows are committed, as soon as other connections see them (each slice's as it commits,
+	// IndexTxRows; store.OnVisible): they are no longer pending (intake.Pending.ReleaseIndexed).
+	// Never before the commit: a DID released earlier could take an operation checked against
+	// the state without them. Not later either: a client that resolves the DID's new state may
+	// send its next operation at once.
 	ReleaseFunc func(ops []store.DIDOperation)
 	// CommittingFunc, if set, is told of an anchor's operations before their first index rows
 	// are written; the func it returns is called once the outcome is decided, after ReleaseFunc
@@ -299,17 +301,17 @@ func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) 
 	o.mu.Lock()
 	handed, ok := o.handoff[a.Seq]
 	o.mu.Unlock()
-	var ops []store.DIDOperation
-	if ok {
-		ops = rows(a.Seq, handed)
-	} else {
-		// The files are read outside the write transaction: on SQLite a write transaction
-		// blocks every other writer (the operation queue's commits) for as long as it lasts.
+	if !ok {
+		// The files are read, and the operations parsed, outside the write transaction: on
+		// SQLite a write transaction blocks every other writer (the operation queue's commits)
+		// for as long as it lasts.
 		var err error
-		if ops, err = o.read(ctx, a); err != nil {
+		if handed, err = o.read(ctx, a); err != nil {
 			return Result{}, err
 		}
 	}
+	states := prepareStates(o.cfg.Profile, anchored(a.Seq, a.Origin, handed))
+	ops := rows(a.Seq, states.ops)
 	suffixes := make([]string, len(ops))
 	for i, op := range ops {
 		suffixes[i] = op.Suffix
@@ -325,17 +327,25 @@ func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) 
 	if o.cfg.CommittingFunc != nil {
 		defer o.cfg.CommittingFunc(ops)()
 	}
-	last := ops
+	from := 0
 	if n := o.sliceRows(); n > 0 {
-		for len(last) > n {
-			if err := o.indexSlice(ctx, a.Seq, last[:n]); err != nil {
+		for len(ops)-from > n {
+			if err := o.indexSlice(ctx, a.Seq, ops[from:from+n], states.slice(from, from+n)); err != nil {
 				return Result{}, err
 			}
-			last = last[n:]
+			from += n
 		}
 	}
+	last, lastStates := ops[from:], states
+	if from > 0 {
+		lastStates = states.slice(from, len(ops))
+	}
 	err := o.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+		store.OnVisible(ctx, func() { o.visible(last) }) // the slices' were released as they committed
 		if err := tx.DIDOperationInsertMany(ctx, last); err != nil {
+			return err
+		}
+		if _, err := o.indexStates(ctx, tx, lastStates); err != nil {
 			return err
 		}
 		if err := tx.AnchorMarkObserved(ctx, a.Seq); err != nil {
@@ -377,9 +387,6 @@ func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) 
 	o.m.observed.Inc()
 	o.m.operations.Add(float64(len(ops)))
 	o.m.duration.Observe(time.Since(start).Seconds())
-	if o.cfg.ReleaseFunc != nil {
-		o.cfg.ReleaseFunc(ops)
-	}
 	if o.cfg.IndexedFunc != nil {
 		o.cfg.IndexedFunc(res)
 	}
@@ -399,9 +406,14 @@ func (o *Observer) sliceRows() int {
 
 // indexSlice commits some of anchor seq's index rows ahead of the transaction that marks it
 // observed (Config.IndexTxRows).
-func (o *Observer) indexSlice(ctx context.Context, seq int64, ops []store.DIDOperation) error {
+func (o *Observer) indexSlice(ctx context.Context, seq int64, ops []store.DIDOperation, states stateBatch) error {
 	err := o.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
-		return tx.DIDOperationInsertMany(ctx, ops)
+		store.OnVisible(ctx, func() { o.visible(ops) })
+		if err := tx.DIDOperationInsertMany(ctx, ops); err != nil {
+			return err
+		}
+		_, err := o.indexStates(ctx, tx, states)
+		return err
 	})
 	if o.cfg.Resolver != nil {
 		// As after the last transaction: a state cached from rows read before this commit goes.
@@ -418,10 +430,27 @@ func (o *Observer) indexSlice(ctx context.Context, seq int64, ops []store.DIDOpe
 	return nil
 }
 
-// read returns the operations of anchor a as index rows. A batch the reader rejects for good is
-// indexed as empty, as every Sidetree node would ignore it; a fetch failure is returned for a
-// retry.
-func (o *Observer) read(ctx context.Context, a store.Anchor) ([]store.DIDOperation, error) {
+// visible runs once an index transaction's rows are seen by other connections (store.OnVisible),
+// which on SQLite is before they are synced: a client that resolves a DID's new state then may
+// send its next operation at once, and must not be told the last one is still pending. The
+// resolver first forgets what it cached from rows read before the commit, so that a request
+// the release lets through reads a state that holds the operation.
+func (o *Observer) visible(ops []store.DIDOperation) {
+	if o.cfg.Resolver != nil {
+		suffixes := make([]string, len(ops))
+		for i, op := range ops {
+			suffixes[i] = op.Suffix
+		}
+		o.cfg.Resolver.Invalidate(suffixes)
+	}
+	if o.cfg.ReleaseFunc != nil {
+		o.cfg.ReleaseFunc(ops)
+	}
+}
+
+// read returns the operations of anchor a. A batch the reader rejects for good is indexed as
+// empty, as every Sidetree node would ignore it; a fetch failure is returned for a retry.
+func (o *Observer) read(ctx context.Context, a store.Anchor) ([]sidetree.AnchoredOperation, error) {
 	b, err := batchfile.Read(o.cfg.Profile, a.AnchorString, o.fetch(ctx), o.cfg.Limits)
 	var fe *batchfile.FetchError
 	if errors.As(err, &fe) {
@@ -439,7 +468,7 @@ func (o *Observer) read(ctx context.Context, a store.Anchor) ([]store.DIDOperati
 		o.m.invalid.Inc()
 		o.cfg.Logger.ErrorContext(ctx, "provisional files of an anchored batch are invalid; its updates are ignored", "seq", a.Seq, "error", b.ProvisionalErr)
 	}
-	return rows(a.Seq, b.Operations), nil
+	return b.Operations, nil
 }
 
 // rows turns a batch's operations into index rows of anchor seq.

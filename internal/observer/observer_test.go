@@ -658,7 +658,7 @@ func TestSliceRowsShrinkOnALargeIndex(t *testing.T) {
 	}
 }
 
-// countingIndex counts reads of the per-DID index.
+// countingIndex counts reads of the per-DID index: of a DID's operations or of its state.
 type countingIndex struct {
 	store.Executor
 	reads atomic.Int64
@@ -667,6 +667,11 @@ type countingIndex struct {
 func (c *countingIndex) DIDOperationList(ctx context.Context, suffix string) ([]store.DIDOperation, error) {
 	c.reads.Add(1)
 	return c.Executor.DIDOperationList(ctx, suffix)
+}
+
+func (c *countingIndex) DIDStateGet(ctx context.Context, suffix string) ([]byte, error) {
+	c.reads.Add(1)
+	return c.Executor.DIDStateGet(ctx, suffix)
 }
 
 func TestTrustedCacheIsNeverStale(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"sync"
@@ -19,29 +20,29 @@ const StateCacheSizeDefault = 100_000
 
 // Resolver resolves DIDs from the per-DID index.
 //
-// Resolution verifies the signature of every operation it applies, so resolving a DID with many
-// operations again and again (intake checks the current state before every update) would repeat
-// that work. The Resolver therefore caches each DID's state together with a fingerprint of the
-// index rows it was computed from; the rows are read on every call, and any new row — however it
-// sorts — changes the fingerprint and the state is computed afresh.
+// The Observer keeps each DID's state beside its operations, computed when they are indexed
+// (did_states, sidetree.StateRecord), so resolving a DID reads one row and decodes it. The
+// Resolver caches the states it decoded, each with a fingerprint of where the DID's operations
+// were anchored; the row is read on every call, and a cached state whose fingerprint still
+// matches is used as it is (with its rendering).
 //
 // When this process's Observer is the only writer of the index (embedded mode), it tells the
 // Resolver of every write (see Config.Resolver), and a cached state is returned without reading
-// the rows at all. Under a mixed load that read was most of the server's CPU: with commits every
+// the row at all. Under a mixed load that read was most of the server's CPU: with commits every
 // few milliseconds, SQLite drops each reader connection's page cache at the start of nearly every
 // read, so each lookup walks the B-tree afresh.
 type Resolver struct {
 	profile sidetree.Profile
 	st      store.Executor
-	// ops keeps parsed operations between resolutions: a DID resolved again after a change
-	// parses only its new operations.
+	// ops keeps parsed operations between resolutions of past versions: a DID resolved again
+	// after a change parses only its new operations.
 	ops *sidetree.OperationCache
 
 	known    *Known // nil: always read the database
 	presence *presence
-	// lists reads the rows of concurrent resolutions together when the index is shared with
+	// states reads the states of concurrent resolutions together when the index is shared with
 	// other instances (no Known): every call reads them, and a round trip each was most of it.
-	lists *group[[]store.DIDOperation]
+	states *group[[]byte]
 
 	// miss is called for a did:orb name of a DID not held here (SetMissFunc); nil: nothing.
 	miss atomic.Pointer[func(did string)]
@@ -73,7 +74,7 @@ func NewResolver(p sidetree.Profile, st store.Executor, known *Known, stateCache
 		stateCacheSize = StateCacheSizeDefault
 	}
 	return &Resolver{
-		profile: p, st: st, ops: sidetree.NewOperationCache(p, sidetree.OperationCacheBytesDefault), known: known, presence: newPresence(st), lists: newListGroup(st),
+		profile: p, st: st, ops: sidetree.NewOperationCache(p, sidetree.OperationCacheBytesDefault), known: known, presence: newPresence(st), states: newStateGroup(st),
 		cache: make(map[string]cachedState), max: stateCacheSize,
 	}
 }
@@ -98,18 +99,18 @@ func (r *Resolver) StateVersion(ctx context.Context, suffix string) (*sidetree.S
 	if ok && exclusive {
 		return c.state, c.fingerprint, nil
 	}
-	rows, err := r.rows(ctx, suffix)
+	rec, err := r.record(ctx, suffix)
 	if err != nil {
 		return nil, 0, fmt.Errorf("resolve %s: %w", suffix, err)
 	}
-	if len(rows) == 0 {
+	if rec == nil {
 		return nil, 0, nil
 	}
-	fp := fingerprint(rows)
+	fp := fingerprint(rec.Positions)
 	if ok && c.fingerprint == fp {
 		return c.state, fp, nil
 	}
-	state := r.ops.Resolve(suffix, anchoredOps(rows))
+	state := rec.State
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.exclusive && r.epoch != epoch {
@@ -127,14 +128,35 @@ func (r *Resolver) StateVersion(ctx context.Context, suffix string) (*sidetree.S
 	return state, fp, nil
 }
 
-// rows reads the index rows of suffix: on its own where this process alone writes the index (a
-// read is a function call there), with the concurrent resolutions' where it is shared.
-func (r *Resolver) rows(ctx context.Context, suffix string) ([]store.DIDOperation, error) {
+// record reads the stored state of suffix (nil when the DID has no indexed operation): on its
+// own where this process alone writes the index (a read is a function call there), with the
+// concurrent resolutions' where it is shared. A state that does not decode is computed from the
+// DID's operations instead (the observer logs and replaces it at the DID's next operation).
+func (r *Resolver) record(ctx context.Context, suffix string) (*sidetree.StateRecord, error) {
+	var b []byte
 	if r.known != nil {
-		return r.st.DIDOperationList(ctx, suffix)
+		var err error
+		if b, err = r.st.DIDStateGet(ctx, suffix); errors.Is(err, store.ErrNotFound) {
+			return nil, nil
+		} else if err != nil {
+			return nil, err
+		}
+	} else {
+		var found bool
+		var err error
+		if b, found, err = r.states.get(ctx, suffix); err != nil || !found {
+			return nil, err
+		}
 	}
-	rows, _, err := r.lists.get(ctx, suffix)
-	return rows, err
+	rec, err := sidetree.DecodeStateRecord(suffix, b)
+	if err == nil {
+		return rec, nil
+	}
+	rows, err := r.st.DIDOperationList(ctx, suffix)
+	if err != nil {
+		return nil, err
+	}
+	return sidetree.ResolveRecord(r.profile, suffix, anchoredOps(rows)), nil
 }
 
 // CreateStateVersion is StateVersion for checking a create, and answers the same. A create is
@@ -182,14 +204,14 @@ func (r *Resolver) trustCache() {
 	r.mu.Unlock()
 }
 
-// fingerprint identifies a DID's set of index rows: (anchor sequence, position) of each, which is
-// the row's key; rows are never changed once written.
-func fingerprint(rows []store.DIDOperation) uint64 {
+// fingerprint identifies a DID's set of index rows by where each was anchored (anchor
+// sequence, position), which is the row's key; rows are never changed once written.
+func fingerprint(positions []sidetree.Position) uint64 {
 	h := fnv.New64a()
 	var b [12]byte
-	for _, row := range rows {
-		binary.LittleEndian.PutUint64(b[:8], uint64(row.AnchorSeq))
-		binary.LittleEndian.PutUint32(b[8:], uint32(row.Index))
+	for _, p := range positions {
+		binary.LittleEndian.PutUint64(b[:8], p.Sequence)
+		binary.LittleEndian.PutUint32(b[8:], uint32(p.Index))
 		_, _ = h.Write(b[:])
 	}
 	return h.Sum64()

@@ -130,3 +130,54 @@ func BenchmarkResolveHistory(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkResolutionMiss is what a resolution that misses the resolver's state cache costs
+// besides reading the index, for a create of the load generator's shape (a key and a service):
+// "replay" parses the create, resolves and renders (before the compact state), "record" decodes
+// the DID's StateRecord and renders. "encode" is what indexing the create adds.
+func BenchmarkResolutionMiss(b *testing.B) {
+	w := wallet.New(wallet.Config{})
+	k, err := w.NewKey()
+	if err != nil {
+		b.Fatal(err)
+	}
+	id, create, err := w.Create(wallet.Replace(wallet.Document{
+		PublicKeys: []wallet.PublicKey{wallet.DocumentKey("key-1", k, "authentication", "assertionMethod")},
+		Services:   []wallet.Service{{ID: "svc-1", Type: "LinkedDomains", Endpoint: "https://svc.example.com"}},
+	}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := sidetree.DefaultProfile()
+	did, err := sidetree.ParseDID(p, id.DID())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ops := history(create)
+	rec := sidetree.ResolveRecord(p, id.Suffix, ops)
+	stored := rec.AppendBinary(nil)
+	b.Run("replay", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sidetree.RenderResolution(did, sidetree.Resolve(p, id.Suffix, ops))
+		}
+	})
+	b.Run("record", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			r, err := sidetree.DecodeStateRecord(id.Suffix, stored)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sidetree.RenderResolution(did, r.State)
+		}
+	})
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		buf := make([]byte, 0, 512)
+		for b.Loop() {
+			buf = rec.AppendBinary(buf[:0])
+		}
+	})
+	b.Logf("the record is %d bytes", len(stored))
+}

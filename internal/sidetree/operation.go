@@ -145,6 +145,17 @@ func (op *Operation) checkOrbIntake(now time.Time) *Error {
 	return nil
 }
 
+// ParseAnchoredOperation parses an operation request rebuilt from anchored batch files as
+// resolution does (the reference implementation's lenient rules: see Operation), for a caller
+// that parses once what it then resolves more than once (AnchoredOperation.Parsed).
+func ParseAnchoredOperation(body []byte, p Profile) (*Operation, error) {
+	op, err := parseOperation(body, p, modeAnchored)
+	if err != nil {
+		return nil, err
+	}
+	return op, nil
+}
+
 func parseOperation(body []byte, p Profile, mode parseMode) (*Operation, *Error) {
 	v, err := jsontree.Parse(body)
 	if err != nil {

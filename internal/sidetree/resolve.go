@@ -22,6 +22,10 @@ type AnchoredOperation struct {
 	// Origin names the domain whose anchor carried the operation when that is another domain
 	// (its actor IRI); "" for an anchor of this domain.
 	Origin string
+	// Parsed, when set, is Request already parsed (by ParseOperation at intake, whose result
+	// for an operation it accepts is what the anchored parse of its Request gives): resolution
+	// uses it instead of parsing Request again. The batch writer's operations carry it.
+	Parsed *Operation
 }
 
 type anchoredOp struct {
@@ -29,6 +33,8 @@ type anchoredOp struct {
 	pos    int
 	op     *Operation
 	origin string
+	// applied is set once the operation applied (creates excepted: only the first counts).
+	applied bool
 }
 
 // Resolve computes a DID's state from its anchored operations (any order; they are sorted by
@@ -46,10 +52,23 @@ func Resolve(p Profile, suffix string, ops []AnchoredOperation) *State {
 // resolve is Resolve with the anchored parse given; it only reads the Operations parse returns
 // (verifying a signature marks it verified), so they may be shared.
 func resolve(suffix string, ops []AnchoredOperation, parse func(request []byte) (*Operation, *Error)) *State {
+	st, _ := resolveHistory(suffix, ops, parse)
+	return st
+}
+
+// resolveHistory is resolve that also returns the operations it parsed, in anchor order, each
+// marked applied or not.
+func resolveHistory(suffix string, ops []AnchoredOperation, parse func(request []byte) (*Operation, *Error)) (*State, []anchoredOp) {
 	parsed := make([]anchoredOp, 0, len(ops))
 	for i := range ops {
-		op, err := parse(ops[i].Request)
-		if err != nil || op.Suffix != suffix {
+		op := ops[i].Parsed
+		if op == nil {
+			var err *Error
+			if op, err = parse(ops[i].Request); err != nil {
+				continue
+			}
+		}
+		if op.Suffix != suffix {
 			continue
 		}
 		parsed = append(parsed, anchoredOp{seq: ops[i].Sequence, pos: ops[i].Position, op: op, origin: ops[i].Origin})
@@ -59,13 +78,14 @@ func resolve(suffix string, ops []AnchoredOperation, parse func(request []byte) 
 	})
 
 	var r *resolution
-	recoveries := map[string][]anchoredOp{}
-	updates := map[string][]anchoredOp{}
-	for _, a := range parsed {
+	recoveries := map[string][]*anchoredOp{}
+	updates := map[string][]*anchoredOp{}
+	for i := range parsed {
+		a := &parsed[i]
 		switch a.op.Type {
 		case OperationCreate:
 			if r == nil {
-				r = newResolution(a)
+				r = newResolution(*a)
 			}
 		case OperationUpdate:
 			k := a.op.KeyCommitment()
@@ -76,7 +96,7 @@ func resolve(suffix string, ops []AnchoredOperation, parse func(request []byte) 
 		}
 	}
 	if r == nil {
-		return nil
+		return nil, parsed
 	}
 	r.st.Operations = len(parsed)
 	r.chain(recoveries, true)
@@ -84,7 +104,7 @@ func resolve(suffix string, ops []AnchoredOperation, parse func(request []byte) 
 		r.chain(updates, false)
 	}
 	r.st.Document = r.doc.document()
-	return r.st
+	return r.st, parsed
 }
 
 // resolution is the working state of one Resolve call. It owns st (with its used-commitment
@@ -118,7 +138,7 @@ func newResolution(a anchoredOp) *resolution {
 // to the operations (in anchor order) that open it; for each expected commitment the first that
 // applies wins. Every step consumes a commitment that can never be expected again, so each list
 // is scanned at most once.
-func (r *resolution) chain(byCommitment map[string][]anchoredOp, recovery bool) {
+func (r *resolution) chain(byCommitment map[string][]*anchoredOp, recovery bool) {
 	for {
 		expected := r.st.UpdateCommitment
 		if recovery {
@@ -146,7 +166,7 @@ func (r *resolution) chain(byCommitment map[string][]anchoredOp, recovery bool) 
 // verify, an update's delta must match its deltaHash; and, as isCommitValueReused, the
 // operation must not install a commitment already consumed or the one it opens. Every check
 // comes before any change, so an operation that does not apply leaves the state as it was.
-func (r *resolution) apply(a anchoredOp) bool {
+func (r *resolution) apply(a *anchoredOp) bool {
 	op, seq, st := a.op, a.seq, r.st
 	// The reference implementation detects "not applied" by an unchanged transaction number, so
 	// an operation anchored in the same transaction as the previous one never applies.
@@ -198,5 +218,6 @@ func (r *resolution) apply(a anchoredOp) bool {
 	}
 	st.LastSequence = seq
 	st.AnchoredBy = a.origin
+	a.applied = true
 	return true
 }

@@ -57,6 +57,7 @@ type Executor interface {
 	LogCheckpointExecutor
 	CosignedCheckpointExecutor
 	WitnessExecutor
+	DIDStateExecutor
 
 	// Now returns the database clock.
 	Now(ctx context.Context) (time.Time, error)

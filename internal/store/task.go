@@ -141,7 +141,7 @@ type OpQueueParkExpiredParams struct {
 // ap_inbox is not among them: only its handled (done) rows carry an expiry time, queued and
 // parked ones never do.
 var neverExpire = map[string]bool{
-	"op_queue": true, "dead_letters": true, "anchors": true, "did_operations": true, "cas_objects": true,
+	"op_queue": true, "dead_letters": true, "anchors": true, "did_operations": true, "did_states": true, "cas_objects": true,
 	"settings": true, "schema_migrations": true, "task_permits": true,
 	"ap_outbox": true, "ap_relationships": true, "ap_accept_list": true,
 }

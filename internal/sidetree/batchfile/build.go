@@ -35,8 +35,9 @@ type File struct {
 type Files struct {
 	Anchor Anchor
 	// Operations are the batch's operations as Read returns them from these files: anchor
-	// order and positions, requests byte for byte (Sequence left zero). A writer that indexes
-	// its own batch can use them instead of reading the files back.
+	// order and positions, requests byte for byte (Sequence left zero), each with the parse it
+	// was built from (Parsed), which Read leaves nil. A writer that indexes its own batch can use
+	// them instead of reading the files back.
 	Operations []sidetree.AnchoredOperation
 
 	CoreIndex        *File
@@ -208,7 +209,7 @@ func build(ops []*sidetree.Operation, addr AddressFunc, l Limits, c *compressor)
 	for _, group := range [][]*sidetree.Operation{p.creates, p.recovers, p.deactivates, p.updates} {
 		for _, op := range group {
 			files.Operations = append(files.Operations, sidetree.AnchoredOperation{
-				Position: len(files.Operations), Type: op.Type, Suffix: op.Suffix, Request: op.Request,
+				Position: len(files.Operations), Type: op.Type, Suffix: op.Suffix, Request: op.Request, Parsed: op,
 			})
 		}
 	}

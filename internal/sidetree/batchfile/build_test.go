@@ -143,7 +143,10 @@ func TestBuildReadRoundTrip(t *testing.T) {
 		require.Equal(t, files.Anchor, b.Anchor)
 		want := m.anchorOrder()
 		require.Len(t, b.Operations, len(want))
-		require.Equal(t, b.Operations, files.Operations, "what Build says it wrote is what Read finds")
+		require.Equal(t, b.Operations, unparsed(files.Operations), "what Build says it wrote is what Read finds")
+		for i, op := range files.Operations {
+			require.Equal(t, op.Suffix, op.Parsed.Suffix, "operation %d carries its parse", i)
+		}
 		for i, got := range b.Operations {
 			require.Equal(t, i, got.Position)
 			require.Equal(t, want[i].Type, got.Type)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
@@ -152,4 +153,13 @@ func gz(t testing.TB, data []byte) []byte {
 	t.Helper()
 	var c compressor
 	return c.compress(data)
+}
+
+// unparsed returns ops without the parses Build gives them, as Read returns them.
+func unparsed(ops []sidetree.AnchoredOperation) []sidetree.AnchoredOperation {
+	out := slices.Clone(ops)
+	for i := range out {
+		out[i].Parsed = nil
+	}
+	return out
 }

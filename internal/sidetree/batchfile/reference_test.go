@@ -101,7 +101,7 @@ func TestBuildOrbBatchFiles(t *testing.T) {
 	b, err := Read(orb, files.Anchor.String(), fetch, l)
 	require.NoError(t, err)
 	require.NoError(t, b.ProvisionalErr)
-	require.Equal(t, files.Operations, b.Operations)
+	require.Equal(t, unparsed(files.Operations), b.Operations)
 
 	// Each profile's reader takes its own proof layout only, as the reference implementation
 	// and Orb do: a batch in the other one is invalid (its core proofs) or loses its updates.

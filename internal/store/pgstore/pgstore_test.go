@@ -5,11 +5,13 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/store/pgstore"
 	"github.com/anchord/anchord/internal/store/storetest"
 )
@@ -55,4 +57,34 @@ func TestOpenRefusedDatabaseIsPermanent(t *testing.T) {
 	_, err = pgstore.Open(context.Background(), pgstore.Config{URL: "postgres://postgres@127.0.0.1:1/none?connect_timeout=2"})
 	require.Error(t, err)
 	require.NotErrorIs(t, err, pgstore.ErrPermanent, "a server that does not answer may yet")
+}
+
+// TestDIDStatesMigrationAsksForAFill: migration 29, applied to a database whose index holds
+// operations, creates did_states empty and the setting that has the daemon compute their states.
+func TestDIDStatesMigrationAsksForAFill(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	u := storetest.PostgresURL(t)
+	s, err := pgstore.Open(ctx, pgstore.Config{URL: u, MaxConns: 2, Logger: anchordtest.Logger(t)})
+	require.NoError(t, err)
+	_, err = s.SettingGet(ctx, store.DIDStateFillSetting)
+	require.ErrorIs(t, err, store.ErrNotFound, "nothing was indexed")
+	require.NoError(t, s.DIDOperationInsertMany(ctx, []store.DIDOperation{{Suffix: "a", AnchorSeq: 1, Type: "create", Request: []byte(`{}`)}}))
+	s.Close()
+
+	// Back to before migration 29, with an operation indexed.
+	conn, err := pgx.Connect(ctx, u)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `DROP TABLE did_states; DELETE FROM schema_migrations WHERE version = 29`)
+	require.NoError(t, err)
+	require.NoError(t, conn.Close(ctx))
+
+	s, err = pgstore.Open(ctx, pgstore.Config{URL: u, MaxConns: 2, Logger: anchordtest.Logger(t)})
+	require.NoError(t, err)
+	defer s.Close()
+	v, err := s.SettingGet(ctx, store.DIDStateFillSetting)
+	require.NoError(t, err)
+	require.Empty(t, v, "nothing computed yet")
+	_, err = s.DIDStateGet(ctx, "a")
+	require.ErrorIs(t, err, store.ErrNotFound)
 }

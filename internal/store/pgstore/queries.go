@@ -143,3 +143,18 @@ const (
 	qWaitingAnchorDelete = `DELETE FROM waiting_anchors WHERE hashlink = $1`
 	qWaitingAnchorCount  = `SELECT count(*) FROM waiting_anchors WHERE $1 = '' OR origin = $1`
 )
+
+const (
+	qDIDStateGet     = `SELECT state FROM did_states WHERE suffix = $1`
+	qDIDStateGetMany = `SELECT suffix, state FROM did_states WHERE suffix = ANY($1)`
+	// The rows go in in the order given (sorted by suffix, bytewise) and are locked in the same
+	// order: two transactions that share DIDs then wait for each other in one order only.
+	qDIDStateInsert = `INSERT INTO did_states (suffix, state)
+		SELECT s, st FROM unnest($1::text[], $2::bytea[]) WITH ORDINALITY AS t(s, st, n) ORDER BY n
+		ON CONFLICT DO NOTHING RETURNING suffix`
+	qDIDStateLock = `SELECT suffix, state FROM did_states WHERE suffix = ANY($1)
+		ORDER BY suffix COLLATE "C" FOR UPDATE`
+	qDIDStatePut = `INSERT INTO did_states (suffix, state)
+		SELECT * FROM unnest($1::text[], $2::bytea[])
+		ON CONFLICT (suffix) DO UPDATE SET state = EXCLUDED.state`
+)

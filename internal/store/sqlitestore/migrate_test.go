@@ -56,3 +56,40 @@ func TestIndexByAnchorKeepsIndexedOperations(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []store.DIDOperation{old[0]}, got)
 }
+
+// TestDIDStatesMigrationAsksForAFill: migration 29 creates did_states empty and, on a database
+// whose index holds operations, the setting that has the daemon compute their states.
+func TestDIDStatesMigrationAsksForAFill(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ms, err := Migrations()
+	require.NoError(t, err)
+	i := slices.IndexFunc(ms, func(m store.Migration) bool { return m.Version == 29 })
+	require.Positive(t, i, "migration 29 exists")
+
+	for _, indexed := range []bool{false, true} {
+		path := filepath.Join(t.TempDir(), FileName)
+		writer, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault, MmapSizeDefault, false))
+		require.NoError(t, err)
+		writer.SetMaxOpenConns(1)
+		reader, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault, MmapSizeDefault, false))
+		require.NoError(t, err)
+		s := &Store{writer: writer, reader: reader, path: path, logger: slog.New(slog.DiscardHandler)}
+		s.executor = executor{w: writer, r: reader}
+		t.Cleanup(s.Close)
+		require.NoError(t, s.applyMigrations(ctx, ms[:i]))
+		if indexed {
+			require.NoError(t, s.DIDOperationInsertMany(ctx, []store.DIDOperation{{Suffix: "a", AnchorSeq: 1, Type: "create", Request: []byte(`{}`)}}))
+		}
+		require.NoError(t, s.applyMigrations(ctx, ms))
+		v, err := s.SettingGet(ctx, store.DIDStateFillSetting)
+		if !indexed {
+			require.ErrorIs(t, err, store.ErrNotFound)
+			continue
+		}
+		require.NoError(t, err)
+		require.Empty(t, v, "nothing computed yet")
+		_, err = s.DIDStateGet(ctx, "a")
+		require.ErrorIs(t, err, store.ErrNotFound)
+	}
+}

@@ -146,3 +146,15 @@ const (
 	qWaitingAnchorDelete = `DELETE FROM waiting_anchors WHERE hashlink = ?`
 	qWaitingAnchorCount  = `SELECT COUNT(*) FROM waiting_anchors WHERE ? = '' OR origin = ?`
 )
+
+const (
+	qDIDStateGet = `SELECT state FROM did_states WHERE suffix = ?`
+	// qDIDStateGetMany is completed with one placeholder per suffix.
+	qDIDStateGetMany = `SELECT suffix, state FROM did_states WHERE suffix IN (%s)`
+	// qDIDStateInsert and qDIDStatePut are completed with one "(?, ?)" per row; OR FAIL as in
+	// qDIDOperationInsert.
+	qDIDStateInsert = `INSERT OR FAIL INTO did_states (suffix, state) VALUES %s
+		ON CONFLICT DO NOTHING RETURNING suffix`
+	qDIDStatePut = `INSERT OR FAIL INTO did_states (suffix, state) VALUES %s
+		ON CONFLICT (suffix) DO UPDATE SET state = excluded.state`
+)

@@ -181,6 +181,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store: prepare: %w", err)
 	}
+	if s.didState, err = reader.PrepareContext(ctx, qDIDStateGet); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open sqlite store: prepare: %w", err)
+	}
 	// SQLite creates the -wal and -shm files with the database's mode; tighten any that an
 	// older version left readable.
 	for _, f := range []string{path + "-wal", path + "-shm"} {
@@ -272,6 +276,9 @@ func (s *Store) Close() {
 	if s.didOps != nil {
 		_ = s.didOps.Close()
 	}
+	if s.didState != nil {
+		_ = s.didState.Close()
+	}
 	_ = s.reader.Close()
 	if s.ckptDB != nil {
 		_ = s.ckptDB.Close()
@@ -326,6 +333,8 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 	if err != nil {
 		return err
 	}
+	// Other connections see the transaction now; it is durable once the WAL is synced.
+	hooks.RunVisible()
 	if err := s.wal.sync(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
@@ -367,8 +376,10 @@ type querier interface {
 type executor struct {
 	w querier
 	r querier
-	// didOps is qDIDOperationList prepared on the read pool; nil inside a transaction.
-	didOps *sql.Stmt
+	// didOps is qDIDOperationList and didState qDIDStateGet, prepared on the read pool; nil
+	// inside a transaction.
+	didOps   *sql.Stmt
+	didState *sql.Stmt
 }
 
 // Now implements store.Executor. An embedded store has one process, so its clock is the

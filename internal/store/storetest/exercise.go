@@ -132,6 +132,37 @@ func Exercise(t *testing.T, newOpener func(t testing.TB) Opener, migrations []st
 		require.Equal(t, []string{"outside"}, ran, "outside a transaction a hook runs at once")
 	})
 
+	t.Run("OnVisibleRunsOnceOthersSeeTheCommit", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		ctx := context.Background()
+
+		var ran []string
+		require.NoError(t, s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+			store.OnCommit(ctx, func() { ran = append(ran, "durable") })
+			store.OnVisible(ctx, func() {
+				v, err := s.SettingGet(ctx, "seen")
+				require.NoError(t, err, "another connection sees the commit")
+				require.Equal(t, []byte("yes"), v)
+				ran = append(ran, "visible")
+			})
+			require.Empty(t, ran, "hooks wait for the commit")
+			return tx.SettingInsert(ctx, "seen", []byte("yes"))
+		}))
+		require.Equal(t, []string{"visible", "durable"}, ran, "seen before (or when) durable")
+
+		ran = nil
+		boom := errors.New("boom")
+		require.ErrorIs(t, s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+			store.OnVisible(ctx, func() { ran = append(ran, "rolled back") })
+			return boom
+		}), boom)
+		require.Empty(t, ran, "a rollback runs no hook")
+
+		store.OnVisible(ctx, func() { ran = append(ran, "outside") })
+		require.Equal(t, []string{"outside"}, ran, "outside a transaction a hook runs at once")
+	})
+
 	t.Run("InTxSerialisesWriters", func(t *testing.T) {
 		t.Parallel()
 		s, _ := setup(t)
@@ -169,6 +200,7 @@ func Exercise(t *testing.T, newOpener func(t testing.TB) Opener, migrations []st
 	exerciseCosignedCheckpoints(t, setup)
 	exerciseWitness(t, setup)
 	exerciseAnchoredOps(t, setup)
+	exerciseDIDStates(t, setup)
 	exerciseTask(t, setup)
 	exerciseLedger(t, setup)
 	exerciseAnchorLinks(t, setup)

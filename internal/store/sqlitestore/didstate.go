@@ -1,0 +1,148 @@
+package sqlitestore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/anchord/anchord/internal/store"
+)
+
+// DIDStateGet implements store.Executor. Like DIDOperationList, it reads under a context that
+// cannot be cancelled (once it runs): it is one indexed lookup.
+func (e executor) DIDStateGet(ctx context.Context, suffix string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("get state of %s: %w", suffix, err)
+	}
+	ctx = context.WithoutCancel(ctx)
+	var row *sql.Row
+	if e.didState != nil {
+		row = e.didState.QueryRowContext(ctx, suffix)
+	} else {
+		row = e.r.QueryRowContext(ctx, qDIDStateGet, suffix)
+	}
+	var state []byte
+	if err := row.Scan(&state); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			err = store.ErrNotFound
+		}
+		return nil, fmt.Errorf("get state of %s: %w", suffix, err)
+	}
+	return state, nil
+}
+
+// DIDStateGetMany implements store.Executor.
+func (e executor) DIDStateGetMany(ctx context.Context, suffixes []string) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(suffixes))
+	for start := 0; start < len(suffixes); start += maxInList {
+		chunk := suffixes[start:min(start+maxInList, len(suffixes))]
+		args := make([]any, len(chunk))
+		for i, s := range chunk {
+			args[i] = s
+		}
+		q := fmt.Sprintf(qDIDStateGetMany, strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ","))
+		if err := e.scanStates(ctx, q, args, func(suffix string, state []byte) { out[suffix] = state }); err != nil {
+			return nil, fmt.Errorf("get states of %d DIDs: %w", len(suffixes), err)
+		}
+	}
+	return out, nil
+}
+
+// DIDStateLockMany implements store.Executor: SQLite has one writer, whose transaction holds the
+// whole database, so a read inside it is as good as a lock.
+func (e executor) DIDStateLockMany(ctx context.Context, suffixes []string) (map[string][]byte, error) {
+	return e.DIDStateGetMany(ctx, suffixes)
+}
+
+// statesPerInsert bounds the rows of one multi-row INSERT of states.
+const statesPerInsert = 200
+
+// DIDStateInsertMany implements store.Executor.
+func (e executor) DIDStateInsertMany(ctx context.Context, states []store.DIDState) (map[string]bool, error) {
+	states = sortedStates(states)
+	out := make(map[string]bool, len(states))
+	err := e.batch(ctx, func(tx *sql.Tx) error {
+		for start := 0; start < len(states); start += statesPerInsert {
+			chunk := states[start:min(start+statesPerInsert, len(states))]
+			q, args := stateRows(qDIDStateInsert, chunk)
+			err := executor{r: tx}.scanStates(ctx, q, args, func(suffix string, _ []byte) { out[suffix] = true })
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("insert states of %d DIDs: %w", len(states), err)
+	}
+	return out, nil
+}
+
+// DIDStatePutMany implements store.Executor.
+func (e executor) DIDStatePutMany(ctx context.Context, states []store.DIDState) error {
+	states = sortedStates(states)
+	err := e.batch(ctx, func(tx *sql.Tx) error {
+		for start := 0; start < len(states); start += statesPerInsert {
+			q, args := stateRows(qDIDStatePut, states[start:min(start+statesPerInsert, len(states))])
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("put states of %d DIDs: %w", len(states), err)
+	}
+	return nil
+}
+
+// sortedStates returns states in suffix order (a copy when they were not).
+func sortedStates(states []store.DIDState) []store.DIDState {
+	byID := func(a, b store.DIDState) int { return cmp.Compare(a.Suffix, b.Suffix) }
+	if slices.IsSortedFunc(states, byID) {
+		return states
+	}
+	states = slices.Clone(states)
+	slices.SortFunc(states, byID)
+	return states
+}
+
+// stateRows completes q with one "(?, ?)" per state.
+func stateRows(q string, states []store.DIDState) (string, []any) {
+	args := make([]any, 0, 2*len(states))
+	for _, s := range states {
+		state := s.State
+		if state == nil {
+			state = []byte{} // nil would be NULL
+		}
+		args = append(args, s.Suffix, state)
+	}
+	return fmt.Sprintf(q, strings.TrimSuffix(strings.Repeat("(?, ?),", len(states)), ",")), args
+}
+
+// scanStates runs q and calls fn with each row's suffix and, when selected, state.
+func (e executor) scanStates(ctx context.Context, q string, args []any, fn func(suffix string, state []byte)) error {
+	rows, err := e.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var suffix string
+		var state []byte
+		dest := []any{&suffix, &state}[:len(cols)]
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		fn(suffix, state)
+	}
+	return rows.Err()
+}
