@@ -24,8 +24,9 @@ import (
 	"github.com/anchord/anchord/internal/anchordtest"
 )
 
-// rabbitCommandTimeout bounds one rabbitmq-server or rabbitmqctl command.
-const rabbitCommandTimeout = 90 * time.Second
+// rabbitCommandTimeout bounds one rabbitmq-server or rabbitmqctl command: a hang guard. A node
+// took over 90 s to boot on a 2-core machine at load average 25, so the waits for it allow 150 s.
+const rabbitCommandTimeout = 3 * time.Minute
 
 // RabbitMQ is a private RabbitMQ node: its own node name, ports, data and log directories, no
 // plugins. It shares only epmd (the Erlang port mapper) with other nodes on the machine.
@@ -113,7 +114,7 @@ func (r *RabbitMQ) boot() {
 	r.tb.Helper()
 	start := time.Now()
 	r.run(r.server, "-detached")
-	r.ctlRun("wait", "--timeout", "60", r.pidFile())
+	r.ctlRun("wait", "--timeout", "150", r.pidFile())
 	r.mu.Lock()
 	r.appStopped = false
 	r.mu.Unlock()
@@ -157,7 +158,7 @@ func (r *RabbitMQ) StopApp() {
 func (r *RabbitMQ) StartApp() {
 	r.tb.Helper()
 	r.ctlRun("start_app")
-	r.ctlRun("await_startup", "--timeout", "60")
+	r.ctlRun("await_startup", "--timeout", "150")
 	r.mu.Lock()
 	r.appStopped = false
 	r.mu.Unlock()
