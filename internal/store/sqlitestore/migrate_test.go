@@ -24,16 +24,7 @@ func TestIndexByAnchorKeepsIndexedOperations(t *testing.T) {
 	i := slices.IndexFunc(ms, func(m store.Migration) bool { return m.Version == 20 })
 	require.Positive(t, i, "migration 20 exists")
 
-	path := filepath.Join(t.TempDir(), FileName)
-	writer, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault, MmapSizeDefault, false))
-	require.NoError(t, err)
-	writer.SetMaxOpenConns(1)
-	reader, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault, MmapSizeDefault, false))
-	require.NoError(t, err)
-	s := &Store{writer: writer, reader: reader, path: path, logger: slog.New(slog.DiscardHandler)}
-	s.executor = executor{w: writer, r: reader}
-	t.Cleanup(s.Close)
-	require.NoError(t, s.applyMigrations(ctx, ms[:i]))
+	s := migratedTo(t, ms[:i])
 
 	old := []store.DIDOperation{
 		{Suffix: "b", AnchorSeq: 1, Index: 0, Type: "create", Request: []byte(`{"b":0}`)},
@@ -68,16 +59,7 @@ func TestDIDStatesMigrationAsksForAFill(t *testing.T) {
 	require.Positive(t, i, "migration 29 exists")
 
 	for _, indexed := range []bool{false, true} {
-		path := filepath.Join(t.TempDir(), FileName)
-		writer, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault, MmapSizeDefault, false))
-		require.NoError(t, err)
-		writer.SetMaxOpenConns(1)
-		reader, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault, MmapSizeDefault, false))
-		require.NoError(t, err)
-		s := &Store{writer: writer, reader: reader, path: path, logger: slog.New(slog.DiscardHandler)}
-		s.executor = executor{w: writer, r: reader}
-		t.Cleanup(s.Close)
-		require.NoError(t, s.applyMigrations(ctx, ms[:i]))
+		s := migratedTo(t, ms[:i])
 		if indexed {
 			require.NoError(t, s.DIDOperationInsertMany(ctx, []store.DIDOperation{{Suffix: "a", AnchorSeq: 1, Type: "create", Request: []byte(`{}`)}}))
 		}
@@ -92,4 +74,21 @@ func TestDIDStatesMigrationAsksForAFill(t *testing.T) {
 		_, err = s.DIDStateGet(ctx, "a")
 		require.ErrorIs(t, err, store.ErrNotFound)
 	}
+}
+
+// migratedTo opens a new database with only the migrations ms applied, as an older anchord left
+// it; the test applies the rest.
+func migratedTo(t *testing.T, ms []store.Migration) *Store {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), FileName)
+	writer, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault, MmapSizeDefault, false))
+	require.NoError(t, err)
+	writer.SetMaxOpenConns(1)
+	reader, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault, MmapSizeDefault, false))
+	require.NoError(t, err)
+	s := &Store{writer: writer, reader: reader, path: path, logger: slog.New(slog.DiscardHandler)}
+	s.executor = executor{w: writer, r: reader}
+	t.Cleanup(s.Close)
+	require.NoError(t, s.applyMigrations(context.Background(), ms))
+	return s
 }
