@@ -113,8 +113,8 @@ type Observer struct {
 	fetch   FetchFunc
 	batches *Batches
 	m       *metrics
-	wake   chan struct{}
-	signal testsignal.Signal[Result]
+	wake    chan struct{}
+	signal  testsignal.Signal[Result]
 
 	mu      sync.Mutex
 	handoff map[int64][]sidetree.AnchoredOperation
