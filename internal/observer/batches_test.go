@@ -271,6 +271,26 @@ func TestHistoryFromBatchFilesIsHistoryFromKeptRequests(t *testing.T) {
 			}
 			rebuilt := answers(newTestResolver(p, st, nil, 0), explorer(testBatches(st)))
 
+			// The hot path reads no batch: a miss decodes the DID's compact state, a hit is the
+			// cache's, embedded or not.
+			for _, known := range []*Known{nil, NewKnown()} {
+				if known != nil {
+					known.Add([]string{alice.Suffix, bob.Suffix, carol.Suffix})
+				}
+				hot, err := NewBatches(BatchesConfig{Profile: p}, nil)
+				require.NoError(t, err)
+				r := NewResolver(p, st, known, 0)
+				r.SetBatches(hot)
+				for range 2 {
+					for i, id := range []*wallet.Identity{alice, bob, carol} {
+						body, status, err := r.Resolve(ctx, id.DID())
+						require.NoError(t, err)
+						require.Equal(t, rebuilt[i*(2+2*len(anchors)+1)], answer{string(body), status, nil})
+					}
+				}
+				require.Zero(t, testutil.ToFloat64(hot.m.reads))
+			}
+
 			// An index that keeps every request, as an anchord before this one wrote it.
 			q := `UPDATE did_operations SET request = ? WHERE anchor_seq = ? AND op_index = ?`
 			if backend == "postgres" {
