@@ -187,8 +187,9 @@ func TestBatchesReadEachAnchorOnceUnderConcurrentUse(t *testing.T) {
 // TestHistoryFromBatchFilesIsHistoryFromKeptRequests resolves DIDs whose histories hold a
 // create, updates, a recover and a deactivate, anchored among other DIDs' operations, in every
 // way that reads their operations (the latest version, each version by id and by time, the
-// explorer's list), once with the requests rebuilt from the batch files and once from an index
-// that keeps them, as an anchord before did; both answer alike, and the second reads no batch.
+// explorer's list), once with the requests rebuilt from the batch files, once from an index whose
+// older half keeps them (upgraded from an anchord that kept them) and once from an index that
+// keeps them all; all answer alike, and kept requests need no batch.
 func TestHistoryFromBatchFilesIsHistoryFromKeptRequests(t *testing.T) {
 	t.Parallel()
 	for _, backend := range storetest.Backends {
@@ -296,15 +297,26 @@ func TestHistoryFromBatchFilesIsHistoryFromKeptRequests(t *testing.T) {
 			if backend == "postgres" {
 				q = `UPDATE did_operations SET request = $1 WHERE anchor_seq = $2 AND op_index = $3`
 			}
-			for _, a := range anchors {
-				read, err := batchfile.Read(p, a.AnchorString, b.cas.FetchFunc(ctx), batchfile.DefaultLimits())
-				require.NoError(t, err)
-				for _, op := range read.Operations {
-					n, err := sc.Exec(ctx, q, op.Request, a.Seq, op.Position)
+			keep := func(anchors []store.Anchor) {
+				for _, a := range anchors {
+					read, err := batchfile.Read(p, a.AnchorString, b.cas.FetchFunc(ctx), batchfile.DefaultLimits())
 					require.NoError(t, err)
-					require.Equal(t, int64(1), n)
+					for _, op := range read.Operations {
+						n, err := sc.Exec(ctx, q, op.Request, a.Seq, op.Position)
+						require.NoError(t, err)
+						require.Equal(t, int64(1), n)
+					}
 				}
 			}
+			// Half of them indexed before, half after: only the second half's batches are read.
+			half := len(anchors) / 2
+			keep(anchors[:half])
+			mixed := testBatches(st)
+			r := NewResolver(p, st, nil, 0)
+			r.SetBatches(mixed)
+			require.Equal(t, rebuilt, answers(r, explorer(mixed)))
+			require.Equal(t, float64(len(anchors)-half), testutil.ToFloat64(mixed.m.reads))
+			keep(anchors[half:])
 			none, err := NewBatches(BatchesConfig{Profile: p}, nil)
 			require.NoError(t, err)
 			kept := NewResolver(p, st, nil, 0)
