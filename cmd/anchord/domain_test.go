@@ -25,9 +25,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/cas"
 	"github.com/anchord/anchord/internal/egress"
 	"github.com/anchord/anchord/internal/federation"
+	"github.com/anchord/anchord/internal/observer"
 	"github.com/anchord/anchord/internal/peer"
+	"github.com/anchord/anchord/internal/relay"
+	"github.com/anchord/anchord/internal/sidetree"
+	"github.com/anchord/anchord/internal/sidetree/batchfile"
 	"github.com/anchord/anchord/internal/sidetree/wallet"
 	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/store/sqlitestore"
@@ -286,6 +291,33 @@ func (d *relayDomain) indexRows(suffixes []string) map[string][]store.DIDOperati
 	for _, s := range suffixes {
 		rows, err := st.DIDOperationList(ctx, s)
 		require.NoError(d.t, err)
+		out[s] = rows
+	}
+	return out
+}
+
+// indexHistories is indexRows with each row's request, read back from the domain's batch files
+// as its resolver reads them (the index keeps no request). The domain uses the default profile.
+func (d *relayDomain) indexHistories(suffixes []string) map[string][]store.DIDOperation {
+	d.t.Helper()
+	require.True(d.t, d.process().Exited(), "the domain is stopped")
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, sqlitestore.Config{DataDir: d.dir})
+	require.NoError(d.t, err)
+	defer st.Close()
+	cs, err := cas.NewStore(cas.StoreConfig{}, st)
+	require.NoError(d.t, err)
+	limits := batchfile.DefaultLimits()
+	limits.CheckURIFunc = func(uri string) error { _, err := cas.ParseCID(uri); return err }
+	batches, err := observer.NewBatches(observer.BatchesConfig{
+		Profile: sidetree.DefaultProfile(), Limits: limits, ForeignLimits: relay.ForeignLimits(limits),
+	}, cs.FetchFunc)
+	require.NoError(d.t, err)
+	out := map[string][]store.DIDOperation{}
+	for _, s := range suffixes {
+		rows, err := st.DIDOperationList(ctx, s)
+		require.NoError(d.t, err)
+		require.NoError(d.t, batches.Requests(ctx, rows))
 		out[s] = rows
 	}
 	return out

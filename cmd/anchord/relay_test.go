@@ -93,7 +93,7 @@ func TestFederationFollowersObserveAnchors(t *testing.T) {
 	for i, did := range all {
 		suffixes[i] = suffixOf(did)
 	}
-	rows := b.indexRows(suffixes)
+	rows := b.indexHistories(suffixes)
 	for _, s := range suffixes {
 		require.Len(t, rows[s], 1+updatedCount[s], "index rows of %s", s)
 		seen := map[string]bool{}

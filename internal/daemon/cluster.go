@@ -25,7 +25,7 @@ func cluster(ctx context.Context, c *core) error {
 	}
 	// Before anything indexes: the observer takes a DID without a state for one without
 	// operations.
-	if _, err := observer.FillStates(ctx, c.st, c.profile, c.log("observer")); err != nil {
+	if _, err := observer.FillStates(ctx, c.st, c.profile, c.batches, c.log("observer")); err != nil {
 		return err
 	}
 	// Reservations live in the database, so one pending operation per DID holds across every

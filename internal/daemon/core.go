@@ -46,6 +46,8 @@ type core struct {
 	profile sidetree.Profile
 	limits  batchfile.Limits
 	cas     *cas.Store
+	// batches rebuilds index rows' requests from the batch files in cas (observer.Batches).
+	batches *observer.Batches
 	tasks   *taskmgr.Manager
 	expiry  *expiry.Service
 	// retry holds the dead-letter retry paths that components register, by kind.
@@ -111,7 +113,13 @@ func newCore(cfg config.Config, st store.Store, logger *slog.Logger, reg *promet
 	if err := c.buildCAS(); err != nil {
 		return nil, err
 	}
-	var err error
+	batches, err := observer.NewBatches(observer.BatchesConfig{
+		Profile: c.profile, Limits: c.limits, ForeignLimits: relay.ForeignLimits(c.limits), Logger: c.log("batches"), Registerer: reg,
+	}, c.cas.FetchFunc)
+	if err != nil {
+		return nil, err
+	}
+	c.batches = batches
 	c.tasks, err = taskmgr.New(taskmgr.Config{InstanceID: instanceID, CheckInterval: cfg.TaskManagerCheckInterval, Logger: c.log("taskmgr"), Registerer: reg}, st)
 	if err != nil {
 		return nil, err

@@ -31,7 +31,7 @@ func embedded(ctx context.Context, c *core) error {
 	}
 	// Before anything indexes: the observer takes a DID without a state for one without
 	// operations.
-	if _, err := observer.FillStates(ctx, c.st, c.profile, c.log("observer")); err != nil {
+	if _, err := observer.FillStates(ctx, c.st, c.profile, c.batches, c.log("observer")); err != nil {
 		return err
 	}
 	pending := intake.NewPending(c.pendingTTL())

@@ -20,7 +20,7 @@ func (c *core) explorer() error {
 		return err
 	}
 	c.routes = append(c.routes, page, httpapi.ExplorerRoutes(httpapi.ExplorerConfig{
-		Profile: c.profile, Store: c.st, CAS: c.cas, Limits: c.limits, Pipeline: rec,
+		Profile: c.profile, Store: c.st, CAS: c.cas, Limits: c.limits, Requests: c.batches, Pipeline: rec,
 		Federation: lateFederation{c}, Logger: c.log("explorer"),
 	}))
 	// The recorder only reads the metrics registry, so it depends on nothing that stops; it

@@ -54,6 +54,7 @@ type writeParts struct {
 // observer, which the shapes feed differently (catch-up at start, or the anchor topic).
 func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 	resolver := observer.NewResolver(c.profile, c.st, p.known, c.cfg.StateCacheSize)
+	resolver.SetBatches(c.batches)
 	release := p.release
 	var accepted func(op *sidetree.Operation, opID, anchorOrigin string)
 	if u := p.unpublished; u != nil {
@@ -75,7 +76,7 @@ func (c *core) writePath(p writeParts) (*observer.Observer, error) {
 	}
 	obs, err := observer.New(observer.Config{
 		Profile: c.profile, Limits: c.limits, PollInterval: p.observerPoll, ReleaseFunc: release, CommittingFunc: p.committing, ReleaseTxFunc: p.releaseTx, IndexTxRows: p.indexTxRows,
-		Known: p.known, Resolver: resolver, Announcer: p.announcer, IndexedFunc: c.notifyIndexed, Logger: c.log("observer"), Registerer: c.reg,
+		Known: p.known, Resolver: resolver, Batches: c.batches, Announcer: p.announcer, IndexedFunc: c.notifyIndexed, Logger: c.log("observer"), Registerer: c.reg,
 	}, c.st, c.cas.FetchFunc)
 	if err != nil {
 		return nil, err

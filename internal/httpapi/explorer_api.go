@@ -24,6 +24,12 @@ type ExplorerStore interface {
 	WitnessReader
 }
 
+// RequestSource rebuilds the requests of index rows, which the index does not keep, from their
+// anchors' batch files (observer.Batches).
+type RequestSource interface {
+	Requests(ctx context.Context, rows []store.DIDOperation) error
+}
+
 // ExplorerConfig wires the explorer's read-only JSON API under /explorer/api/. Every route is a
 // GET, so "Safe to expose" read tokens guard it like any other read.
 type ExplorerConfig struct {
@@ -32,6 +38,8 @@ type ExplorerConfig struct {
 	// CAS serves the batch files the outlines are read from; Limits are the reader's limits.
 	CAS    CASReader
 	Limits batchfile.Limits
+	// Requests gives the operations of a DID's history their requests; nil lists them without.
+	Requests RequestSource
 	// Pipeline gives the live pipeline figures; nil answers 404 for /explorer/api/pipeline (an
 	// instance that runs no pipeline, such as a submitter).
 	Pipeline PipelineSource
@@ -150,6 +158,13 @@ func (a *explorerAPI) getDIDOperations(w http.ResponseWriter, r *http.Request) {
 		rows = rows[offset:min(len(rows), offset+limit)]
 	} else {
 		rows = nil
+	}
+	if a.cfg.Requests != nil {
+		// Only the page's: each anchor's batch is read once, and kept for the next page.
+		if err := a.cfg.Requests.Requests(ctx, rows); err != nil {
+			a.unavailable(w, r, "read the requests of a DID's operations", err)
+			return
+		}
 	}
 	anchors := map[int64]store.Anchor{}
 	for _, row := range rows {

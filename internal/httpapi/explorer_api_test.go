@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anchord/anchord/internal/cas"
+	"github.com/anchord/anchord/internal/observer"
 	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/sidetree/batchfile"
 	"github.com/anchord/anchord/internal/sidetree/wallet"
@@ -76,8 +77,11 @@ func explorerSetup(t *testing.T, pipeline PipelineSource, fed FederationSource) 
 		require.NoError(t, st.DIDOperationInsertMany(ctx, rows))
 		b.files[i], b.anchor[i] = files, a
 	}
+	// The index keeps no request; the explorer reads them from the batch files.
+	batches, err := observer.NewBatches(observer.BatchesConfig{Profile: profile, Limits: batchfile.DefaultLimits()}, cs.FetchFunc)
+	require.NoError(t, err)
 	srv := setup(t, Config{Routes: ExplorerRoutes(ExplorerConfig{
-		Profile: profile, Store: st, CAS: cs, Limits: batchfile.DefaultLimits(), Pipeline: pipeline, Federation: fed,
+		Profile: profile, Store: st, CAS: cs, Limits: batchfile.DefaultLimits(), Requests: batches, Pipeline: pipeline, Federation: fed,
 	})})
 	b.base = srv.base
 	return b
@@ -119,6 +123,8 @@ func TestExplorerDIDHistory(t *testing.T) {
 	var req map[string]any
 	require.NoError(t, json.Unmarshal(create.Request, &req))
 	require.Equal(t, "create", req["type"])
+	require.Equal(t, string(b.files[0].Operations[create.Index].Request), string(create.Request), "the request as anchored")
+	require.Equal(t, string(b.files[1].Operations[update.Index].Request), string(update.Request))
 
 	require.Equal(t, "update", update.Type)
 	require.Equal(t, b.anchor[1].Seq, update.AnchorSeq)

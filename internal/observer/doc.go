@@ -17,8 +17,14 @@
 // Observer stays the only writer of the per-DID index, so the known-suffix filter and the
 // resolver's cache see these writes as they see their own.
 //
-// The Resolver runs the Sidetree resolution state machine over a DID's indexed operations, in
-// anchor order (anchor sequence, then position in the batch). Embedded, where the Observer is the
+// The index names each operation by where it was anchored (anchor, position), its DID and its
+// type, and keeps each DID's compact state; it keeps no copy of the operation. Batches rebuilds
+// the requests from the anchors' batch files in CAS, for the paths that read a DID's history
+// (versions, the explorer, did:orb's operation lists, a state computed from history).
+//
+// The Resolver resolves a DID from its stored state, and its versions by running the Sidetree
+// resolution state machine over its indexed operations, in anchor order (anchor sequence, then
+// position in the batch). Embedded, where the Observer is the
 // index's only writer, it trusts the states it cached; in a cluster it reads the rows on every
 // call, and the concurrent calls' reads go to the store together, one query per round (group).
 package observer

@@ -30,7 +30,9 @@ const (
 // Nothing may index operations while it runs (the Observer takes a DID without a state for one
 // without operations): the daemon runs it before its observer starts. Instances of a cluster
 // starting together each run it; what one stored, another leaves alone.
-func FillStates(ctx context.Context, st store.Store, p sidetree.Profile, logger *slog.Logger) (int, error) {
+//
+// The rows of such an index keep their requests; batches rebuilds any that do not.
+func FillStates(ctx context.Context, st store.Store, p sidetree.Profile, batches *Batches, logger *slog.Logger) (int, error) {
 	v, err := st.SettingGet(ctx, store.DIDStateFillSetting)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && string(v) == fillDone) {
 		return 0, nil
@@ -56,6 +58,9 @@ func FillStates(ctx context.Context, st store.Store, p sidetree.Profile, logger 
 		}
 		states := make([]store.DIDState, 0, len(suffixes))
 		for _, s := range suffixes {
+			if err := batches.Requests(ctx, lists[s]); err != nil {
+				return stored, fmt.Errorf("fill DID states: %w", err)
+			}
 			rec := sidetree.ResolveRecord(p, s, anchoredOps(lists[s]))
 			states = append(states, store.DIDState{Suffix: s, State: rec.AppendBinary(nil)})
 		}

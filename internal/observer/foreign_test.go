@@ -15,16 +15,17 @@ import (
 
 const originA = "https://a.example/services/anchord"
 
-// foreign builds a ForeignAnchor of the given requests, in batch order.
-func foreign(t *testing.T, hashlink string, reqs ...[]byte) ForeignAnchor {
+// foreign builds a ForeignAnchor of the given requests, in batch order, with its batch files
+// stored in CAS as the relay stores another domain's.
+func (b *testBundle) foreign(t *testing.T, hashlink string, reqs ...[]byte) ForeignAnchor {
 	t.Helper()
-	a := ForeignAnchor{AnchorString: "1.QmForeign" + hashlink, CoreIndexCID: "QmForeign" + hashlink, Origin: originA, Hashlink: hashlink}
-	for i, r := range reqs {
-		op, err := sidetree.ParseOperation(r, sidetree.DefaultProfile())
-		require.NoError(t, err)
-		a.Operations = append(a.Operations, sidetree.AnchoredOperation{Position: i, Type: op.Type, Suffix: op.Suffix, Request: op.Request})
+	files := b.build(t, reqs...)
+	ops := make([]sidetree.AnchoredOperation, len(files.Operations))
+	for i, op := range files.Operations {
+		// As the batch reader returns them: without the builder's parse.
+		ops[i] = sidetree.AnchoredOperation{Position: op.Position, Type: op.Type, Suffix: op.Suffix, Request: op.Request}
 	}
-	return a
+	return ForeignAnchor{AnchorString: files.Anchor.String(), CoreIndexCID: files.CoreIndex.URI, Origin: originA, Hashlink: hashlink, Operations: ops}
 }
 
 func TestObserveForeignIndexesWhatItKeeps(t *testing.T) {
@@ -34,7 +35,7 @@ func TestObserveForeignIndexesWhatItKeeps(t *testing.T) {
 		ctx := context.Background()
 		// Embedded mode: the filter and the trusted cache must see foreign writes too.
 		known := NewKnown()
-		r := NewResolver(sidetree.DefaultProfile(), st, known, 0)
+		r := newTestResolver(sidetree.DefaultProfile(), st, known, 0)
 		o, err := New(Config{Profile: sidetree.DefaultProfile(), Known: known, Resolver: r, Logger: anchordtest.Logger(t)}, st, b.cas.FetchFunc)
 		require.NoError(t, err)
 		o.signal.Init(t)
@@ -49,7 +50,7 @@ func TestObserveForeignIndexesWhatItKeeps(t *testing.T) {
 		require.Nil(t, stA)
 
 		var seenSeq int64
-		res, err := o.ObserveForeign(ctx, foreign(t, "hl:one", createA, createB), func(ctx context.Context, tx store.Executor, seq int64, ops []sidetree.AnchoredOperation) ([]sidetree.AnchoredOperation, error) {
+		res, err := o.ObserveForeign(ctx, b.foreign(t, "hl:one", createA, createB), func(ctx context.Context, tx store.Executor, seq int64, ops []sidetree.AnchoredOperation) ([]sidetree.AnchoredOperation, error) {
 			seenSeq = seq
 			require.NoError(t, tx.SettingInsert(ctx, "written-with-the-anchor", []byte("yes")))
 			return ops[:1], nil // bob's create is refused
@@ -82,9 +83,9 @@ func TestObserveForeignIndexesWhatItKeeps(t *testing.T) {
 		again, err := o.runOnce(ctx)
 		require.NoError(t, err)
 		require.Zero(t, again.Seq)
-		_, err = o.ObserveForeign(ctx, foreign(t, "hl:one", createA, createB), nil)
+		_, err = o.ObserveForeign(ctx, b.foreign(t, "hl:one", createA, createB), nil)
 		require.ErrorIs(t, err, store.ErrConflict)
-		rows, err := st.DIDOperationList(ctx, alice.Suffix)
+		rows, err := historyOf(ctx, st, alice.Suffix)
 		require.NoError(t, err)
 		require.Len(t, rows, 1)
 		require.Equal(t, originA, rows[0].Origin)
@@ -100,19 +101,19 @@ func TestObserveForeignRollsBackOnError(t *testing.T) {
 	id, create, err := b.wallet.Create()
 	require.NoError(t, err)
 	boom := errors.New("boom")
-	_, err = o.ObserveForeign(ctx, foreign(t, "hl:two", create), func(context.Context, store.Executor, int64, []sidetree.AnchoredOperation) ([]sidetree.AnchoredOperation, error) {
+	_, err = o.ObserveForeign(ctx, b.foreign(t, "hl:two", create), func(context.Context, store.Executor, int64, []sidetree.AnchoredOperation) ([]sidetree.AnchoredOperation, error) {
 		return nil, boom
 	})
 	require.ErrorIs(t, err, boom)
 	got, err := st.AnchorsByHashlink(ctx, []string{"hl:two"})
 	require.NoError(t, err)
 	require.Empty(t, got, "no anchor without its operations")
-	rows, err := st.DIDOperationList(ctx, id.Suffix)
+	rows, err := historyOf(ctx, st, id.Suffix)
 	require.NoError(t, err)
 	require.Empty(t, rows)
 
 	// Without a function every operation is indexed.
-	res, err := o.ObserveForeign(ctx, foreign(t, "hl:two", create), nil)
+	res, err := o.ObserveForeign(ctx, b.foreign(t, "hl:two", create), nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Operations)
 }
@@ -132,7 +133,7 @@ func TestIndexedFuncHearsOfEveryAnchor(t *testing.T) {
 	require.NoError(t, err)
 	_, remote, err := b.wallet.Create()
 	require.NoError(t, err)
-	res, err := o.ObserveForeign(ctx, foreign(t, "hl:heard", remote), nil)
+	res, err := o.ObserveForeign(ctx, b.foreign(t, "hl:heard", remote), nil)
 	require.NoError(t, err)
 	require.Len(t, heard, 2)
 	require.Equal(t, a.Seq, heard[0].Seq)
@@ -140,7 +141,7 @@ func TestIndexedFuncHearsOfEveryAnchor(t *testing.T) {
 	require.Nil(t, heard[1].Suffixes)
 	require.Equal(t, res, heard[1])
 	// A failed indexing is not heard of.
-	_, err = o.ObserveForeign(ctx, foreign(t, "hl:heard", remote), nil)
+	_, err = o.ObserveForeign(ctx, b.foreign(t, "hl:heard", remote), nil)
 	require.Error(t, err)
 	require.Len(t, heard, 2)
 }

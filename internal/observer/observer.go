@@ -95,6 +95,10 @@ type Config struct {
 	// see some of its operations and not others: each is visible only once committed, and
 	// each DID has at most one operation per anchor.
 	IndexTxRows int
+	// Batches rebuilds the requests of index rows (which the index does not keep) where a DID's
+	// state is computed from its history. Unset, the Observer reads batches through its fetch
+	// with Limits for every anchor, and gives them to Resolver if it has none.
+	Batches *Batches
 	// Announcer, if set, is the cluster's pub/sub: Anchored announces each completed anchor on
 	// the anchor topic to every instance's observer, instead of handing it to this one.
 	Announcer  pubsub.Publisher
@@ -104,12 +108,13 @@ type Config struct {
 
 // Observer indexes completed anchors.
 type Observer struct {
-	cfg    Config
-	st     store.Store
-	fetch  FetchFunc
-	m      *metrics
-	wake   chan struct{}
-	signal testsignal.Signal[Result]
+	cfg     Config
+	st      store.Store
+	fetch   FetchFunc
+	batches *Batches
+	m       *metrics
+	wake    chan struct{}
+	signal  testsignal.Signal[Result]
 
 	mu      sync.Mutex
 	handoff map[int64][]sidetree.AnchoredOperation
@@ -130,10 +135,19 @@ func New(cfg Config, st store.Store, fetch FetchFunc) (*Observer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Resolver != nil && cfg.Known != nil {
-		cfg.Resolver.trustCache()
+	batches := cfg.Batches
+	if batches == nil {
+		if batches, err = NewBatches(BatchesConfig{Profile: cfg.Profile, Limits: cfg.Limits, ForeignLimits: cfg.Limits, Logger: cfg.Logger}, fetch); err != nil {
+			return nil, err
+		}
 	}
-	return &Observer{cfg: cfg, st: st, fetch: fetch, m: m, wake: make(chan struct{}, 1), handoff: map[int64][]sidetree.AnchoredOperation{}}, nil
+	if cfg.Resolver != nil {
+		if cfg.Known != nil {
+			cfg.Resolver.trustCache()
+		}
+		cfg.Resolver.batches.CompareAndSwap(nil, batches)
+	}
+	return &Observer{cfg: cfg, st: st, fetch: fetch, batches: batches, m: m, wake: make(chan struct{}, 1), handoff: map[int64][]sidetree.AnchoredOperation{}}, nil
 }
 
 // Handoff gives the observer the operations of anchor seq as the batch writer built them, so

@@ -113,7 +113,7 @@ func TestObserveIndexesAnchorsAndResolves(t *testing.T) {
 		b := setup(t, st)
 		ctx := context.Background()
 		o := b.observer(t)
-		r := NewResolver(sidetree.DefaultProfile(), st, nil, 0)
+		r := newTestResolver(sidetree.DefaultProfile(), st, nil, 0)
 
 		alice, createA, err := b.wallet.Create()
 		require.NoError(t, err)
@@ -209,7 +209,7 @@ func TestConcurrentObserversIndexEachAnchorOnce(t *testing.T) {
 		}
 		wg.Wait()
 		for _, s := range want {
-			rows, err := st.DIDOperationList(ctx, s)
+			rows, err := historyOf(ctx, st, s)
 			require.NoError(t, err)
 			require.Len(t, rows, 1, "indexed exactly once")
 		}
@@ -241,7 +241,7 @@ func TestFetchFailureLeavesAnchorForLater(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 	require.Equal(t, a.Seq, res.Seq)
-	rows, err := st.DIDOperationList(ctx, id.Suffix)
+	rows, err := historyOf(ctx, st, id.Suffix)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 }
@@ -275,7 +275,7 @@ func slicedObserver(t *testing.T, rows int) (store.Store, *testBundle, *cutTx, *
 	known, err := LoadKnown(context.Background(), st)
 	require.NoError(t, err)
 	cut := &cutTx{Store: st}
-	r := NewResolver(sidetree.DefaultProfile(), st, known, 0)
+	r := newTestResolver(sidetree.DefaultProfile(), st, known, 0)
 	o, err := New(Config{Profile: sidetree.DefaultProfile(), IndexTxRows: rows, Known: known, Resolver: r, Logger: anchordtest.Logger(t)}, cut, b.cas.FetchFunc)
 	require.NoError(t, err)
 	return st, b, cut, r, o
@@ -318,7 +318,7 @@ func TestSlicedIndexIsCompletedOnceAfterACut(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, got.ObservedAt)
 	for i, id := range ids {
-		rows, err := st.DIDOperationList(ctx, id.Suffix)
+		rows, err := historyOf(ctx, st, id.Suffix)
 		require.NoError(t, err)
 		require.Len(t, rows, map[bool]int{true: 1, false: 0}[i < 3], "operation %d after the cut", i)
 		// Cache what a reader would see now: the first slice resolves, the rest do not.
@@ -332,7 +332,7 @@ func TestSlicedIndexIsCompletedOnceAfterACut(t *testing.T) {
 	require.Equal(t, a.Seq, res.Seq)
 	require.Equal(t, 7, res.Operations)
 	for i, id := range ids {
-		rows, err := st.DIDOperationList(ctx, id.Suffix)
+		rows, err := historyOf(ctx, st, id.Suffix)
 		require.NoError(t, err)
 		require.Len(t, rows, 1, "operation %d", i)
 		state, err := r.State(ctx, id.Suffix)
@@ -395,7 +395,7 @@ func TestSliceCommitIsNotHiddenByTheCache(t *testing.T) {
 
 	indexed := 0
 	for _, id := range ids {
-		rows, err := st.DIDOperationList(ctx, id.Suffix)
+		rows, err := historyOf(ctx, st, id.Suffix)
 		require.NoError(t, err)
 		state, err := r.State(ctx, id.Suffix)
 		require.NoError(t, err)
@@ -433,7 +433,7 @@ func TestResolveLongFormUnpublishedThenPublished(t *testing.T) {
 	st := storetest.Open(t, storetest.SQLiteOpener(t))
 	b := setup(t, st)
 	ctx := context.Background()
-	r := NewResolver(sidetree.DefaultProfile(), st, nil, 0)
+	r := newTestResolver(sidetree.DefaultProfile(), st, nil, 0)
 	_, req, err := b.wallet.Create()
 	require.NoError(t, err)
 	op, err := sidetree.ParseOperation(req, sidetree.DefaultProfile())
@@ -461,7 +461,7 @@ func TestResolverCacheFollowsNewOperations(t *testing.T) {
 	st := storetest.Open(t, storetest.SQLiteOpener(t))
 	b := setup(t, st)
 	ctx := context.Background()
-	r := NewResolver(sidetree.DefaultProfile(), st, nil, 0)
+	r := newTestResolver(sidetree.DefaultProfile(), st, nil, 0)
 	r.max = 2
 	o := b.observer(t)
 
@@ -521,7 +521,7 @@ func TestAnchorTopicObservesEachAnchorOnce(t *testing.T) {
 	res := o.signal.WaitOrTimeout(t, 10*time.Second)
 	require.Equal(t, a.Seq, res.Seq)
 	anchordtest.Eventually(t, 5*time.Second, 5*time.Millisecond, func() bool { return broker.Len(pubsub.TopicAnchor) == 0 })
-	rows, err := st.DIDOperationList(ctx, id.Suffix)
+	rows, err := historyOf(ctx, st, id.Suffix)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 
@@ -551,7 +551,7 @@ func TestKnownFilterSkipsReadsOnlyForNewDIDs(t *testing.T) {
 	_, err = o.CatchUp(ctx)
 	require.NoError(t, err)
 	require.True(t, known.MayContain(alice.Suffix))
-	r := NewResolver(sidetree.DefaultProfile(), st, known, 0)
+	r := newTestResolver(sidetree.DefaultProfile(), st, known, 0)
 	state, err := r.State(ctx, alice.Suffix)
 	require.NoError(t, err)
 	require.NotNil(t, state)
@@ -561,7 +561,7 @@ func TestKnownFilterSkipsReadsOnlyForNewDIDs(t *testing.T) {
 	require.True(t, reloaded.MayContain(alice.Suffix))
 	bob, _, err := b.wallet.Create()
 	require.NoError(t, err)
-	state, err = NewResolver(sidetree.DefaultProfile(), st, reloaded, 0).State(ctx, bob.Suffix)
+	state, err = newTestResolver(sidetree.DefaultProfile(), st, reloaded, 0).State(ctx, bob.Suffix)
 	require.NoError(t, err)
 	require.Nil(t, state)
 }
@@ -587,7 +587,7 @@ func TestUnfilledKnownReadsTheIndexUntilFilled(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, known.MayContain(bob.Suffix), "unfilled: everything may be indexed")
 	index := &countingIndex{Executor: st}
-	r := NewResolver(sidetree.DefaultProfile(), index, known, 0)
+	r := newTestResolver(sidetree.DefaultProfile(), index, known, 0)
 	state, err := r.State(ctx, bob.Suffix)
 	require.NoError(t, err)
 	require.Nil(t, state)
@@ -682,7 +682,7 @@ func TestTrustedCacheIsNeverStale(t *testing.T) {
 	known, err := LoadKnown(ctx, st)
 	require.NoError(t, err)
 	index := &countingIndex{Executor: st}
-	r := NewResolver(sidetree.DefaultProfile(), index, known, 0)
+	r := newTestResolver(sidetree.DefaultProfile(), index, known, 0)
 	o, err := New(Config{Profile: sidetree.DefaultProfile(), Known: known, Resolver: r}, st, b.cas.FetchFunc)
 	require.NoError(t, err)
 
@@ -729,7 +729,7 @@ func TestTrustedCacheIsNeverStale(t *testing.T) {
 		// The rendering kept beside the cached state is what a resolver without a cache renders.
 		body, _, err := r.Resolve(ctx, alice.DID())
 		require.NoError(t, err)
-		want, _, err := NewResolver(sidetree.DefaultProfile(), st, nil, 0).Resolve(ctx, alice.DID())
+		want, _, err := newTestResolver(sidetree.DefaultProfile(), st, nil, 0).Resolve(ctx, alice.DID())
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(body))
 	}
@@ -764,7 +764,7 @@ func TestClusterObserverIndexesItsOwnAnchorsFromTheWriter(t *testing.T) {
 	o.Anchored(a, []sidetree.AnchoredOperation{{Type: op.Type, Suffix: op.Suffix, Request: op.Request}})
 	res := o.signal.WaitOrTimeout(t, 10*time.Second)
 	require.Equal(t, a.Seq, res.Seq)
-	rows, err := st.DIDOperationList(ctx, id.Suffix)
+	rows, err := historyOf(ctx, st, id.Suffix)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	o.mu.Lock()

@@ -35,7 +35,7 @@ func TestResolveOrbNames(t *testing.T) {
 		b.wallet = wallet.New(wallet.Config{AnchorOrigin: "https://orb.example.com"})
 		o := b.observer(t)
 		p := sidetree.OrbProfile("https:anchord.example.com")
-		r := NewResolver(p, st, nil, 0)
+		r := newTestResolver(p, st, nil, 0)
 
 		id, create, err := b.wallet.Create()
 		require.NoError(t, err)

@@ -142,6 +142,10 @@ func (r *Resolver) resolveLatest(ctx context.Context, d *sidetree.DID, rows []st
 	if cfg == nil {
 		cfg = &OrbOperations{}
 	}
+	// The rows' requests are compared with the unpublished operations, resolved and listed.
+	if err := r.batches.Load().Requests(ctx, rows); err != nil {
+		return nil, 0, fmt.Errorf("resolve %s: %w", d.Suffix, err)
+	}
 	var local []unpublishedOp
 	if cfg.Unpublished != nil {
 		local = cfg.Unpublished.of(d.Suffix, rows)

@@ -103,9 +103,9 @@ func TestUnpublishedOperationsResolve(t *testing.T) {
 		f := newOrbFixture(t, st)
 		p := sidetree.OrbProfile("https:a.example")
 		u := NewUnpublished(time.Hour, 0)
-		r := NewResolver(p, st, nil, 0)
+		r := newTestResolver(p, st, nil, 0)
 		r.SetOrbOperations(OrbOperations{Unpublished: u, IncludeUnpublished: true, IncludePublished: true})
-		plain := NewResolver(p, st, nil, 0)
+		plain := newTestResolver(p, st, nil, 0)
 
 		resolve := func(r *Resolver, did string) (orbAnswer, sidetree.ResolutionStatus) {
 			t.Helper()
@@ -195,8 +195,8 @@ func TestResolveFromOrigin(t *testing.T) {
 	st := storetest.Open(t, storetest.SQLiteOpener(t))
 	ctx := context.Background()
 	f := newOrbFixture(t, st)
-	r := NewResolver(sidetree.OrbProfile("https:b.example"), st, nil, 0)
-	createRows, err := st.DIDOperationList(ctx, f.id.Suffix)
+	r := newTestResolver(sidetree.OrbProfile("https:b.example"), st, nil, 0)
+	createRows, err := historyOf(ctx, st, f.id.Suffix)
 	require.NoError(t, err)
 	created := OriginOperation{Type: sidetree.OperationCreate, Request: createRows[0].Request, Time: time.Unix(1700000000, 0), Ref: f.h1, Hashlink: f.hl1}
 	at := time.Unix(1700000100, 0)
@@ -268,7 +268,7 @@ func TestResolveFromOriginReadsTheHistoryOnlyToMerge(t *testing.T) {
 	st := storetest.Open(t, storetest.SQLiteOpener(t))
 	ctx := context.Background()
 	f := newOrbFixture(t, st)
-	rows, err := st.DIDOperationList(ctx, f.id.Suffix)
+	rows, err := historyOf(ctx, st, f.id.Suffix)
 	require.NoError(t, err)
 	listed := []OriginOperation{{Type: sidetree.OperationCreate, Request: rows[0].Request, Ref: f.h1, Hashlink: f.hl1}}
 	for i := range 5 {
@@ -285,7 +285,7 @@ func TestResolveFromOriginReadsTheHistoryOnlyToMerge(t *testing.T) {
 		listed = append(listed, OriginOperation{Type: sidetree.OperationUpdate, Request: req, Ref: h, Hashlink: hl})
 	}
 	reads := &anchorReads{Store: st}
-	r := NewResolver(sidetree.OrbProfile("https:b.example"), reads, nil, 0)
+	r := newTestResolver(sidetree.OrbProfile("https:b.example"), reads, nil, 0)
 
 	_, _, merged, err := r.ResolveFromOrigin(ctx, f.canonical, listed, nil)
 	require.NoError(t, err)

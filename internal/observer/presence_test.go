@@ -63,7 +63,7 @@ func TestCreateStateVersionAnswersAsStateVersion(t *testing.T) {
 		_, err := o.CatchUp(ctx)
 		require.NoError(t, err)
 
-		r := NewResolver(sidetree.DefaultProfile(), st, nil, 0)
+		r := newTestResolver(sidetree.DefaultProfile(), st, nil, 0)
 		var wg sync.WaitGroup
 		for i := range 64 {
 			suffix := append(indexed, fresh...)[i%10]
@@ -88,7 +88,7 @@ func TestPresenceSeesWhatWasIndexedBeforeTheQuestion(t *testing.T) {
 	b := setup(t, st)
 	ctx := context.Background()
 	o := b.observer(t)
-	r := NewResolver(sidetree.DefaultProfile(), st, nil, 0)
+	r := newTestResolver(sidetree.DefaultProfile(), st, nil, 0)
 
 	var asking sync.WaitGroup
 	stop := make(chan struct{})
@@ -175,7 +175,7 @@ func TestPresenceFailureFailsOnlyItsRound(t *testing.T) {
 	t.Parallel()
 	st := storetest.Open(t, storetest.SQLiteOpener(t))
 	g := &gatedIndex{Executor: st}
-	r := NewResolver(sidetree.DefaultProfile(), g, nil, 0)
+	r := newTestResolver(sidetree.DefaultProfile(), g, nil, 0)
 	ctx := context.Background()
 
 	g.fail.Store(true)

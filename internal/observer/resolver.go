@@ -49,6 +49,9 @@ type Resolver struct {
 	// orbOps is what did:orb resolutions do beyond the index rows (SetOrbOperations); nil:
 	// nothing.
 	orbOps atomic.Pointer[OrbOperations]
+	// batches rebuilds the requests of index rows, which the index does not keep, for the paths
+	// that read a DID's history (SetBatches; the Observer sets its own when none is set).
+	batches atomic.Pointer[Batches]
 
 	mu        sync.Mutex
 	cache     map[string]cachedState
@@ -152,11 +155,28 @@ func (r *Resolver) record(ctx context.Context, suffix string) (*sidetree.StateRe
 	if err == nil {
 		return rec, nil
 	}
-	rows, err := r.st.DIDOperationList(ctx, suffix)
+	rows, err := r.history(ctx, suffix)
 	if err != nil {
 		return nil, err
 	}
 	return sidetree.ResolveRecord(r.profile, suffix, anchoredOps(rows)), nil
+}
+
+// SetBatches sets what rebuilds the requests of index rows from their batch files. Set it
+// before the server takes requests.
+func (r *Resolver) SetBatches(b *Batches) { r.batches.Store(b) }
+
+// history reads the index rows of suffix with their requests: the paths that resolve from a
+// DID's operations (versions, a state that does not decode) read them from the batch files.
+func (r *Resolver) history(ctx context.Context, suffix string) ([]store.DIDOperation, error) {
+	rows, err := r.st.DIDOperationList(ctx, suffix)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.batches.Load().Requests(ctx, rows); err != nil {
+		return nil, err
+	}
+	return rows, nil
 }
 
 // CreateStateVersion is StateVersion for checking a create, and answers the same. A create is

@@ -184,14 +184,25 @@ func (o *Observer) replayState(ctx context.Context, tx store.Executor, suffix st
 	if err != nil {
 		return nil, fmt.Errorf("state of %s: %w", suffix, err)
 	}
-	ops := anchoredOps(rows)
-	for i := range ops {
-		// One anchor's operations are in batch, in position order.
-		if j, found := slices.BinarySearchFunc(batch, ops[i], func(b, op sidetree.AnchoredOperation) int {
+	var parsed []*sidetree.Operation
+	for i := range rows {
+		// One anchor's operations are in batch, in position order; the others' requests are
+		// read from their batch files.
+		var p *sidetree.Operation
+		key := sidetree.AnchoredOperation{Sequence: uint64(rows[i].AnchorSeq), Position: rows[i].Index}
+		if j, found := slices.BinarySearchFunc(batch, key, func(b, op sidetree.AnchoredOperation) int {
 			return cmp.Or(cmp.Compare(b.Sequence, op.Sequence), cmp.Compare(b.Position, op.Position))
 		}); found && batch[j].Suffix == suffix {
-			ops[i].Parsed = batch[j].Parsed
+			rows[i].Request, p = batch[j].Request, batch[j].Parsed
 		}
+		parsed = append(parsed, p)
+	}
+	if err := o.batches.Requests(ctx, rows); err != nil {
+		return nil, fmt.Errorf("state of %s: %w", suffix, err)
+	}
+	ops := anchoredOps(rows)
+	for i := range ops {
+		ops[i].Parsed = parsed[i]
 	}
 	o.m.stateReplays.Inc()
 	return sidetree.ResolveRecord(o.cfg.Profile, suffix, ops), nil

@@ -42,7 +42,7 @@ func requireStatesAreResolution(t *testing.T, st store.Store, resolvers []*Resol
 	ctx := context.Background()
 	p := sidetree.DefaultProfile()
 	for _, s := range suffixes {
-		rows, err := st.DIDOperationList(ctx, s)
+		rows, err := historyOf(ctx, st, s)
 		require.NoError(t, err)
 		stored, err := st.DIDStateGet(ctx, s)
 		if len(rows) == 0 {
@@ -80,10 +80,10 @@ func TestIndexedStatesAreResolution(t *testing.T) {
 		t.Logf("seed %d", seed)
 		rng := rand.New(rand.NewPCG(seed, 2))
 		known := NewKnown()
-		embedded := NewResolver(sidetree.DefaultProfile(), st, known, 0)
+		embedded := newTestResolver(sidetree.DefaultProfile(), st, known, 0)
 		o, err := New(Config{Profile: sidetree.DefaultProfile(), Known: known, Resolver: embedded, IndexTxRows: 2, Logger: anchordtest.Logger(t)}, st, b.cas.FetchFunc)
 		require.NoError(t, err)
-		resolvers := []*Resolver{embedded, NewResolver(sidetree.DefaultProfile(), st, nil, 0)}
+		resolvers := []*Resolver{embedded, newTestResolver(sidetree.DefaultProfile(), st, nil, 0)}
 
 		type did struct {
 			id      *wallet.Identity
@@ -133,7 +133,7 @@ func TestIndexedStatesAreResolution(t *testing.T) {
 				require.NoError(t, err)
 				pending = append(pending, a.Seq)
 			case 1: // another domain's
-				_, err := o.ObserveForeign(ctx, foreign(t, fmt.Sprintf("hl:%d", step), reqs...), nil)
+				_, err := o.ObserveForeign(ctx, b.foreign(t, fmt.Sprintf("hl:%d", step), reqs...), nil)
 				require.NoError(t, err)
 			case 2: // handed over by the batch writer
 				files := b.build(t, reqs...)
@@ -203,22 +203,22 @@ func TestFillStatesComputesWhatWasIndexedBefore(t *testing.T) {
 
 			// A fill stopped after its first page.
 			cut, cancel := context.WithCancel(ctx)
-			n, err := FillStates(cut, &cuttingStore{Store: st, cancel: cancel}, sidetree.DefaultProfile(), anchordtest.Logger(t))
+			n, err := FillStates(cut, &cuttingStore{Store: st, cancel: cancel}, sidetree.DefaultProfile(), o.batches, anchordtest.Logger(t))
 			require.ErrorIs(t, err, context.Canceled)
 			require.Equal(t, fillPage, n)
 			v, err := st.SettingGet(ctx, store.DIDStateFillSetting)
 			require.NoError(t, err)
 			require.Contains(t, string(v), fillAfter, "its progress committed with its page")
 
-			n, err = FillStates(ctx, st, sidetree.DefaultProfile(), anchordtest.Logger(t))
+			n, err = FillStates(ctx, st, sidetree.DefaultProfile(), o.batches, anchordtest.Logger(t))
 			require.NoError(t, err)
 			require.Equal(t, len(suffixes)-fillPage, n, "the rest, each once")
 			got, err := st.DIDStateGetMany(ctx, suffixes)
 			require.NoError(t, err)
 			require.Equal(t, want, got, "the states the observer computes")
-			requireStatesAreResolution(t, st, []*Resolver{NewResolver(sidetree.DefaultProfile(), st, nil, 0)}, suffixes[:5])
+			requireStatesAreResolution(t, st, []*Resolver{newTestResolver(sidetree.DefaultProfile(), st, nil, 0)}, suffixes[:5])
 
-			n, err = FillStates(ctx, st, sidetree.DefaultProfile(), anchordtest.Logger(t))
+			n, err = FillStates(ctx, st, sidetree.DefaultProfile(), o.batches, anchordtest.Logger(t))
 			require.NoError(t, err)
 			require.Zero(t, n, "done")
 		})
@@ -348,8 +348,8 @@ func TestObserversOfOneDIDTakeTurns(t *testing.T) {
 			require.NoError(t, anchordtest.WaitOrTimeout(t, firstDone, 10*time.Second))
 			require.NoError(t, anchordtest.WaitOrTimeout(t, secondDone, 10*time.Second))
 
-			requireStatesAreResolution(t, st, []*Resolver{NewResolver(sidetree.DefaultProfile(), st, nil, 0)}, []string{id.Suffix})
-			state, err := NewResolver(sidetree.DefaultProfile(), st, nil, 0).State(ctx, id.Suffix)
+			requireStatesAreResolution(t, st, []*Resolver{newTestResolver(sidetree.DefaultProfile(), st, nil, 0)}, []string{id.Suffix})
+			state, err := newTestResolver(sidetree.DefaultProfile(), st, nil, 0).State(ctx, id.Suffix)
 			require.NoError(t, err)
 			require.Equal(t, id.UpdateKey.Commitment(), state.UpdateCommitment, "both updates applied")
 			require.Len(t, state.Document.Services, 2)

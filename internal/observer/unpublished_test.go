@@ -124,7 +124,7 @@ func TestUnpublishedUnderConcurrentUse(t *testing.T) {
 	ctx := context.Background()
 	f := newOrbFixture(t, st)
 	u := NewUnpublished(time.Hour, 50)
-	r := NewResolver(sidetree.OrbProfile("https:a.example"), st, nil, 0)
+	r := newTestResolver(sidetree.OrbProfile("https:a.example"), st, nil, 0)
 	r.SetOrbOperations(OrbOperations{Unpublished: u, IncludeUnpublished: true, IncludePublished: true})
 
 	stop := make(chan struct{})

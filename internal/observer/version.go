@@ -58,7 +58,7 @@ func (r *Resolver) ResolveVersion(ctx context.Context, did, versionID string, ve
 
 	var rows []store.DIDOperation
 	if r.known == nil || r.known.MayContain(d.Suffix) {
-		if rows, err = r.st.DIDOperationList(ctx, d.Suffix); err != nil {
+		if rows, err = r.history(ctx, d.Suffix); err != nil {
 			return nil, 0, fmt.Errorf("resolve version of %s: %w", d.Suffix, err)
 		}
 	}

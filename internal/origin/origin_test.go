@@ -19,10 +19,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/cas"
 	"github.com/anchord/anchord/internal/egress"
 	"github.com/anchord/anchord/internal/observer"
 	"github.com/anchord/anchord/internal/peer"
 	"github.com/anchord/anchord/internal/sidetree"
+	"github.com/anchord/anchord/internal/sidetree/batchfile"
 	"github.com/anchord/anchord/internal/sidetree/wallet"
 	"github.com/anchord/anchord/internal/store/storetest"
 )
@@ -86,14 +88,24 @@ func setup(t testing.TB, timeout time.Duration) *testBundle {
 	// Both domains hold the create, anchored by A.
 	held := func() *observer.Resolver {
 		st := storetest.Open(t, storetest.SQLiteOpener(t))
-		o, err := observer.New(observer.Config{Profile: sidetree.DefaultProfile(), Logger: anchordtest.Logger(t)}, st, nil)
+		// A's batch files are stored here, as the relay stores another domain's: the index
+		// keeps no request, and a history is read back from them.
+		cs, err := cas.NewStore(cas.StoreConfig{}, st)
+		require.NoError(t, err)
+		files, err := batchfile.Build([]*sidetree.Operation{createOp}, cs.Address, batchfile.DefaultLimits())
+		require.NoError(t, err)
+		for _, f := range files.List() {
+			require.NoError(t, cs.PutAddressed(ctx, f.URI, f.Data))
+		}
+		r := observer.NewResolver(p, st, nil, 0)
+		o, err := observer.New(observer.Config{Profile: sidetree.DefaultProfile(), Resolver: r, Logger: anchordtest.Logger(t)}, st, cs.FetchFunc)
 		require.NoError(t, err)
 		_, err = o.ObserveForeign(ctx, observer.ForeignAnchor{
-			AnchorString: "1.QmA", CoreIndexCID: "QmA", Origin: actorA, Hashlink: "hl:" + hash,
+			AnchorString: files.Anchor.String(), CoreIndexCID: files.CoreIndex.URI, Origin: actorA, Hashlink: "hl:" + hash,
 			Operations: []sidetree.AnchoredOperation{{Type: createOp.Type, Suffix: createOp.Suffix, Request: createOp.Request}},
 		}, nil)
 		require.NoError(t, err)
-		return observer.NewResolver(p, st, nil, 0)
+		return r
 	}
 	b.a, b.b = held(), held()
 	pending := observer.NewUnpublished(time.Hour, 0)

@@ -183,6 +183,15 @@ func (k casKey) localCID(cs *cas.Store, data []byte) string {
 	return cs.Address(data)
 }
 
+// ForeignLimits are the batch reader's limits l for another domain's batch: its CAS URIs may
+// be Orb's multihashes and hashlinks, up to ForeignMaxCASURILength long. The index reads the
+// batch again with them (observer.BatchesConfig.ForeignLimits).
+func ForeignLimits(l batchfile.Limits) batchfile.Limits {
+	l.CheckURIFunc = checkCASURI
+	l.MaxCASURILength = max(l.MaxCASURILength, ForeignMaxCASURILength)
+	return l
+}
+
 // checkCASURI is the batch reader's URI check for other domains' batches: CIDs, and the
 // multihashes Orb's CAS names files by.
 func checkCASURI(uri string) error {
@@ -212,10 +221,7 @@ func (r *Receiver) readBatch(ctx context.Context, content *activity.AnchorConten
 	f := &fileReader{r: r, ctx: ctx, sources: sources, coreCID: cid, coreLocal: cid, core: core, fetched: map[string][]byte{}}
 	anchor := batchfile.Anchor{Count: len(content.Operations), CoreIndexURI: cid}
 	anchorString := anchor.String()
-	limits := r.cfg.Limits
-	limits.CheckURIFunc = checkCASURI
-	limits.MaxCASURILength = max(limits.MaxCASURILength, ForeignMaxCASURILength)
-	b, err := batchfile.Read(r.cfg.Profile, anchorString, f.fetch, limits)
+	b, err := batchfile.Read(r.cfg.Profile, anchorString, f.fetch, ForeignLimits(r.cfg.Limits))
 	var fe *batchfile.FetchError
 	if errors.As(err, &fe) {
 		return nil, none, nil, fmt.Errorf("read batch %s: %w", anchorString, err)

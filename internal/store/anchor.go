@@ -77,12 +77,18 @@ type DIDOperation struct {
 	Suffix    string
 	AnchorSeq int64
 	// Index is the operation's position in its batch (creates, recovers, deactivates, updates).
-	Index   int
-	Type    string
+	Index int
+	Type  string
+	// Request is the operation as anchored. The index does not keep it: the anchor's batch
+	// files in CAS hold every operation, and the request is rebuilt from them byte for byte
+	// (observer.Batches). Inserts ignore it (callers pass it along in memory, to the releases
+	// of the observer); DIDOperationList returns it only for rows indexed before the index
+	// stopped keeping it, and nil for the others.
 	Request []byte
-	// Origin is the Origin of the operation's anchor; DIDOperationList fills it, inserts
-	// ignore it.
-	Origin string
+	// Origin and AnchorString are the Origin and AnchorString of the operation's anchor;
+	// DIDOperationList fills them, inserts ignore them.
+	Origin       string
+	AnchorString string
 }
 
 // Before returns the exclusive upper bound of the page's sequence numbers: BeforeSeq, or past

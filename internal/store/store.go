@@ -155,10 +155,12 @@ type Executor interface {
 	// is not one (observed already, or not completed), so an anchor is observed exactly once.
 	AnchorMarkObserved(ctx context.Context, seq int64) error
 
-	// DIDOperationInsertMany adds anchored operations to the per-DID index; rows already
-	// present (same suffix, anchor and index) are left alone.
+	// DIDOperationInsertMany adds anchored operations to the per-DID index, without their
+	// requests (DIDOperation.Request); rows already present (same suffix, anchor and index) are
+	// left alone.
 	DIDOperationInsertMany(ctx context.Context, ops []DIDOperation) error
-	// DIDOperationList returns a DID's anchored operations in anchor order.
+	// DIDOperationList returns a DID's anchored operations in anchor order, with their anchors'
+	// origin and anchor string, and the request of rows indexed while the index still kept it.
 	DIDOperationList(ctx context.Context, suffix string) ([]DIDOperation, error)
 	// DIDOperationLists is DIDOperationList for several DIDs at once: the operations of each
 	// suffix that has any, in anchor order; a suffix with none is absent from the map.

@@ -138,11 +138,10 @@ func (e executor) DIDOperationInsertMany(ctx context.Context, ops []store.DIDOpe
 	suffixes, types := make([]string, n), make([]string, n)
 	seqs := make([]int64, n)
 	idx := make([]int32, n)
-	reqs := make([][]byte, n)
 	for i, op := range ops {
-		suffixes[i], seqs[i], idx[i], types[i], reqs[i] = op.Suffix, op.AnchorSeq, int32(op.Index), op.Type, op.Request
+		suffixes[i], seqs[i], idx[i], types[i] = op.Suffix, op.AnchorSeq, int32(op.Index), op.Type
 	}
-	if _, err := e.q.Exec(ctx, qDIDOperationInsert, suffixes, seqs, idx, types, reqs); err != nil {
+	if _, err := e.q.Exec(ctx, qDIDOperationInsert, suffixes, seqs, idx, types); err != nil {
 		return fmt.Errorf("index %d operations: %w", n, err)
 	}
 	return nil
@@ -156,7 +155,10 @@ func (e executor) DIDOperationList(ctx context.Context, suffix string) ([]store.
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.DIDOperation, error) {
 		var op store.DIDOperation
-		err := r.Scan(&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request, &op.Origin)
+		err := r.Scan(&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request, &op.Origin, &op.AnchorString)
+		if len(op.Request) == 0 {
+			op.Request = nil // not kept: rebuilt from the batch files
+		}
 		return op, err
 	})
 	if err != nil {
@@ -176,7 +178,10 @@ func (e executor) DIDOperationLists(ctx context.Context, suffixes []string) (map
 		return nil, fmt.Errorf("list operations of %d DIDs: %w", len(suffixes), err)
 	}
 	var op store.DIDOperation
-	_, err = pgx.ForEachRow(rows, []any{&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request, &op.Origin}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request, &op.Origin, &op.AnchorString}, func() error {
+		if len(op.Request) == 0 {
+			op.Request = nil // not kept: rebuilt from the batch files
+		}
 		out[op.Suffix] = append(out[op.Suffix], op)
 		op.Request = nil // the next row's bytes are its own
 		return nil

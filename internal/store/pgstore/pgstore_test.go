@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"net/url"
 	"testing"
 
@@ -87,4 +88,45 @@ func TestDIDStatesMigrationAsksForAFill(t *testing.T) {
 	require.Empty(t, v, "nothing computed yet")
 	_, err = s.DIDStateGet(ctx, "a")
 	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// TestRowsIndexedBeforeKeepTheirRequests: rows an older anchord indexed with their requests are
+// read with them, beside rows indexed now without theirs; nothing is rewritten. Content stored
+// before its digest was kept gets it when stored again.
+func TestRowsIndexedBeforeKeepTheirRequests(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	u := storetest.PostgresURL(t)
+	s, err := pgstore.Open(ctx, pgstore.Config{URL: u, MaxConns: 2, Logger: anchordtest.Logger(t)})
+	require.NoError(t, err)
+	defer s.Close()
+	conn, err := pgx.Connect(ctx, u)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, conn.Close(ctx)) }()
+	_, err = conn.Exec(ctx, `INSERT INTO did_operations (suffix, anchor_seq, op_index, op_type, request) VALUES ('a', 1, 0, 'create', '{"a":0}')`)
+	require.NoError(t, err)
+	require.NoError(t, s.DIDOperationInsertMany(ctx, []store.DIDOperation{
+		{Suffix: "a", AnchorSeq: 2, Index: 0, Type: "update", Request: []byte(`{"a":2}`)},
+	}))
+	want := []store.DIDOperation{
+		{Suffix: "a", AnchorSeq: 1, Index: 0, Type: "create", Request: []byte(`{"a":0}`)},
+		{Suffix: "a", AnchorSeq: 2, Index: 0, Type: "update"},
+	}
+	got, err := s.DIDOperationList(ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	lists, err := s.DIDOperationLists(ctx, []string{"a"})
+	require.NoError(t, err)
+	require.Equal(t, want, lists["a"])
+
+	data := []byte("a batch file stored before digests were kept")
+	_, err = conn.Exec(ctx, `INSERT INTO cas_objects (cid, data, size) VALUES ('QmOld', $1, $2)`, data, len(data))
+	require.NoError(t, err)
+	sum := sha256.Sum256(data)
+	_, err = s.CASGetBySHA256(ctx, sum[:])
+	require.ErrorIs(t, err, store.ErrNotFound, "stored without its digest")
+	require.NoError(t, s.CASPut(ctx, "QmOld", data))
+	gotData, err := s.CASGetBySHA256(ctx, sum[:])
+	require.NoError(t, err)
+	require.Equal(t, data, gotData)
 }

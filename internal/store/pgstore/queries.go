@@ -51,7 +51,10 @@ const (
 	// qDeadLetterCountByKind walks the (kind, id) index.
 	qDeadLetterCountByKind = `SELECT kind, COUNT(*) FROM dead_letters GROUP BY kind`
 
-	qCASPut = `INSERT INTO cas_objects (cid, data, size, sha256) VALUES ($1, $2, $3, $4) ON CONFLICT (cid) DO NOTHING`
+	// qCASPut gives content stored before its digest was kept (migration 27) its digest when it
+	// is stored again: a batch file another domain names by its hash is then found by it.
+	qCASPut = `INSERT INTO cas_objects (cid, data, size, sha256) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (cid) DO UPDATE SET sha256 = excluded.sha256 WHERE cas_objects.sha256 IS NULL`
 	qCASGet = `SELECT data FROM cas_objects WHERE cid = $1`
 	// qCASGetBySHA256: two CIDs (v0 and v1) may hold the same bytes; either will do.
 	qCASGetBySHA256 = `SELECT data FROM cas_objects WHERE sha256 = $1 LIMIT 1`
@@ -73,13 +76,17 @@ const (
 	qAnchorMarkObserved = `UPDATE anchors SET observed_at = now()
 		WHERE seq = $1 AND status = 'completed' AND observed_at IS NULL`
 
+	// The request is not kept (store.DIDOperation.Request): the empty value is the varlena's
+	// one-byte header, and rows written before hold theirs as they were.
 	qDIDOperationInsert = `INSERT INTO did_operations (suffix, anchor_seq, op_index, op_type, request)
-		SELECT * FROM unnest($1::text[], $2::bigint[], $3::int[], $4::text[], $5::bytea[])
+		SELECT s, a, i, t, ''::bytea FROM unnest($1::text[], $2::bigint[], $3::int[], $4::text[]) AS u (s, a, i, t)
 		ON CONFLICT DO NOTHING`
-	qDIDOperationList = `SELECT d.suffix, d.anchor_seq, d.op_index, d.op_type, d.request, COALESCE(a.origin, '')
+	qDIDOperationList = `SELECT d.suffix, d.anchor_seq, d.op_index, d.op_type, d.request,
+		COALESCE(a.origin, ''), COALESCE(a.anchor_string, '')
 		FROM did_operations d LEFT JOIN anchors a ON a.seq = d.anchor_seq
 		WHERE d.suffix = $1 ORDER BY d.anchor_seq, d.op_index`
-	qDIDOperationLists = `SELECT d.suffix, d.anchor_seq, d.op_index, d.op_type, d.request, COALESCE(a.origin, '')
+	qDIDOperationLists = `SELECT d.suffix, d.anchor_seq, d.op_index, d.op_type, d.request,
+		COALESCE(a.origin, ''), COALESCE(a.anchor_string, '')
 		FROM did_operations d LEFT JOIN anchors a ON a.seq = d.anchor_seq
 		WHERE d.suffix = ANY($1) ORDER BY d.suffix, d.anchor_seq, d.op_index`
 	qDIDLastAnchors = `SELECT suffix, max(anchor_seq) FROM did_operations WHERE suffix = ANY($1) GROUP BY suffix`

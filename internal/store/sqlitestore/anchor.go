@@ -123,7 +123,7 @@ func scanAnchor(r scanner) (store.Anchor, error) {
 	return a, err
 }
 
-// rowsPerInsert bounds the rows of one multi-row INSERT: 5 values each, well within SQLite's
+// rowsPerInsert bounds the rows of one multi-row INSERT: 4 values each, well within SQLite's
 // variable limit, and large enough that statement overhead stops mattering.
 const rowsPerInsert = 200
 
@@ -138,12 +138,12 @@ func (e executor) DIDOperationInsertMany(ctx context.Context, ops []store.DIDOpe
 				_ = full.Close()
 			}
 		}()
-		args := make([]any, 0, 5*min(rowsPerInsert, len(ops)))
+		args := make([]any, 0, 4*min(rowsPerInsert, len(ops)))
 		for start := 0; start < len(ops); start += rowsPerInsert {
 			chunk := ops[start:min(start+rowsPerInsert, len(ops))]
 			args = args[:0]
 			for _, op := range chunk {
-				args = append(args, op.Suffix, op.AnchorSeq, op.Index, op.Type, op.Request)
+				args = append(args, op.Suffix, op.AnchorSeq, op.Index, op.Type)
 			}
 			if len(chunk) < rowsPerInsert {
 				if _, err := tx.ExecContext(ctx, didOperationInsert(len(chunk)), args...); err != nil {
@@ -171,7 +171,7 @@ func (e executor) DIDOperationInsertMany(ctx context.Context, ops []store.DIDOpe
 
 // didOperationInsert returns the INSERT of n index rows.
 func didOperationInsert(n int) string {
-	return fmt.Sprintf(qDIDOperationInsert, strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?),", n), ","))
+	return fmt.Sprintf(qDIDOperationInsert, strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, x''),", n), ","))
 }
 
 // DIDOperationList implements store.Executor.
@@ -199,8 +199,11 @@ func (e executor) DIDOperationList(ctx context.Context, suffix string) ([]store.
 	var out []store.DIDOperation
 	for rows.Next() {
 		var op store.DIDOperation
-		if err := rows.Scan(&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request, &op.Origin); err != nil {
+		if err := rows.Scan(&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request, &op.Origin, &op.AnchorString); err != nil {
 			return nil, fmt.Errorf("list operations of %s: %w", suffix, err)
+		}
+		if len(op.Request) == 0 {
+			op.Request = nil // not kept: rebuilt from the batch files
 		}
 		out = append(out, op)
 	}

@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"log/slog"
 	"path/filepath"
@@ -31,7 +32,7 @@ func TestIndexByAnchorKeepsIndexedOperations(t *testing.T) {
 		{Suffix: "a", AnchorSeq: 1, Index: 1, Type: "create", Request: []byte(`{"a":1}`)},
 		{Suffix: "a", AnchorSeq: 2, Index: 0, Type: "update", Request: []byte(`{"a":2}`)},
 	}
-	require.NoError(t, s.DIDOperationInsertMany(ctx, old))
+	indexedBefore(t, s, old)
 	require.NoError(t, s.applyMigrations(ctx, ms))
 
 	got, err := s.DIDOperationList(ctx, "a")
@@ -61,7 +62,7 @@ func TestDIDStatesMigrationAsksForAFill(t *testing.T) {
 	for _, indexed := range []bool{false, true} {
 		s := migratedTo(t, ms[:i])
 		if indexed {
-			require.NoError(t, s.DIDOperationInsertMany(ctx, []store.DIDOperation{{Suffix: "a", AnchorSeq: 1, Type: "create", Request: []byte(`{}`)}}))
+			indexedBefore(t, s, []store.DIDOperation{{Suffix: "a", AnchorSeq: 1, Type: "create", Request: []byte(`{}`)}})
 		}
 		require.NoError(t, s.applyMigrations(ctx, ms))
 		v, err := s.SettingGet(ctx, store.DIDStateFillSetting)
@@ -73,6 +74,65 @@ func TestDIDStatesMigrationAsksForAFill(t *testing.T) {
 		require.Empty(t, v, "nothing computed yet")
 		_, err = s.DIDStateGet(ctx, "a")
 		require.ErrorIs(t, err, store.ErrNotFound)
+	}
+}
+
+// TestRowsIndexedBeforeKeepTheirRequests: rows an older anchord indexed with their requests are
+// read with them, beside rows indexed now without theirs; nothing is rewritten.
+func TestRowsIndexedBeforeKeepTheirRequests(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ms, err := Migrations()
+	require.NoError(t, err)
+	s := migratedTo(t, ms)
+	old := []store.DIDOperation{
+		{Suffix: "a", AnchorSeq: 1, Index: 0, Type: "create", Request: []byte(`{"a":0}`)},
+		{Suffix: "b", AnchorSeq: 1, Index: 1, Type: "create", Request: []byte(`{"b":1}`)},
+	}
+	indexedBefore(t, s, old)
+	require.NoError(t, s.DIDOperationInsertMany(ctx, []store.DIDOperation{
+		{Suffix: "a", AnchorSeq: 2, Index: 0, Type: "update", Request: []byte(`{"a":2}`)},
+	}))
+	got, err := s.DIDOperationList(ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, []store.DIDOperation{old[0], {Suffix: "a", AnchorSeq: 2, Index: 0, Type: "update"}}, got)
+	lists, err := s.DIDOperationLists(ctx, []string{"a", "b"})
+	require.NoError(t, err)
+	require.Equal(t, got, lists["a"])
+	require.Equal(t, []store.DIDOperation{old[1]}, lists["b"])
+}
+
+// TestCASPutGivesOldContentItsDigest: content stored before migration 27 kept no sha2-256
+// digest; stored again (another domain's batch names the file by hash), it is found by it.
+func TestCASPutGivesOldContentItsDigest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ms, err := Migrations()
+	require.NoError(t, err)
+	i := slices.IndexFunc(ms, func(m store.Migration) bool { return m.Version == 27 })
+	require.Positive(t, i, "migration 27 exists")
+	s := migratedTo(t, ms[:i])
+	data := []byte("a batch file stored before digests were kept")
+	_, err = s.writer.ExecContext(ctx, `INSERT INTO cas_objects (cid, data, size, created_at) VALUES (?, ?, ?, 0)`, "QmOld", data, len(data))
+	require.NoError(t, err)
+	require.NoError(t, s.applyMigrations(ctx, ms))
+	sum := sha256.Sum256(data)
+	_, err = s.CASGetBySHA256(ctx, sum[:])
+	require.ErrorIs(t, err, store.ErrNotFound, "stored before the digest was kept")
+	require.NoError(t, s.CASPut(ctx, "QmOld", data))
+	got, err := s.CASGetBySHA256(ctx, sum[:])
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+}
+
+// indexedBefore writes index rows with their requests, as an anchord before the index stopped
+// keeping them did, at any schema version.
+func indexedBefore(t *testing.T, s *Store, ops []store.DIDOperation) {
+	t.Helper()
+	for _, op := range ops {
+		_, err := s.writer.ExecContext(context.Background(), `INSERT INTO did_operations (suffix, anchor_seq, op_index, op_type, request) VALUES (?, ?, ?, ?, ?)`,
+			op.Suffix, op.AnchorSeq, op.Index, op.Type, op.Request)
+		require.NoError(t, err)
 	}
 }
 

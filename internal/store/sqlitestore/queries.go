@@ -55,8 +55,10 @@ const (
 	// qDeadLetterCountByKind walks the (kind, id) index.
 	qDeadLetterCountByKind = `SELECT kind, COUNT(*) FROM dead_letters GROUP BY kind`
 
+	// qCASPut gives content stored before its digest was kept (migration 27) its digest when it
+	// is stored again: a batch file another domain names by its hash is then found by it.
 	qCASPut = `INSERT INTO cas_objects (cid, data, size, created_at, sha256) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (cid) DO NOTHING`
+		ON CONFLICT (cid) DO UPDATE SET sha256 = excluded.sha256 WHERE cas_objects.sha256 IS NULL`
 	qCASGet = `SELECT data FROM cas_objects WHERE cid = ?`
 	// qCASGetBySHA256: two CIDs (v0 and v1) may hold the same bytes; either will do.
 	qCASGetBySHA256 = `SELECT data FROM cas_objects WHERE sha256 = ? LIMIT 1`
@@ -75,13 +77,17 @@ const (
 	qAnchorMarkObserved = `UPDATE anchors SET observed_at = ?
 		WHERE seq = ? AND status = 'completed' AND observed_at IS NULL`
 
-	// qDIDOperationInsert is completed with one "(?, ?, ?, ?, ?)" per row. OR FAIL: a row that
-	// breaks NOT NULL ends the statement without undoing the rows before it, so SQLite keeps no
-	// statement journal (a copy of every page the statement changes, which was a quarter of the
+	// qDIDOperationInsert is completed with one "(?, ?, ?, ?, x'')" per row. OR FAIL: a row
+	// that breaks NOT NULL ends the statement without undoing the rows before it, so SQLite keeps
+	// no statement journal (a copy of every page the statement changes, which was a quarter of the
 	// observer's transaction); the caller's transaction is rolled back on any error anyway.
+	//
+	// The request is not kept (store.DIDOperation.Request): the empty value costs the record no
+	// byte beyond its header's, and rows written before hold theirs as they were.
 	qDIDOperationInsert = `INSERT OR FAIL INTO did_operations (suffix, anchor_seq, op_index, op_type, request)
 		VALUES %s ON CONFLICT DO NOTHING`
-	qDIDOperationList = `SELECT d.suffix, d.anchor_seq, d.op_index, d.op_type, d.request, COALESCE(a.origin, '')
+	qDIDOperationList = `SELECT d.suffix, d.anchor_seq, d.op_index, d.op_type, d.request,
+		COALESCE(a.origin, ''), COALESCE(a.anchor_string, '')
 		FROM did_operations d LEFT JOIN anchors a ON a.seq = d.anchor_seq
 		WHERE d.suffix = ? ORDER BY d.anchor_seq, d.op_index`
 	// qDIDLastAnchors is completed with one placeholder per suffix.

@@ -153,8 +153,12 @@ func exercisePipeline(t *testing.T, setup setupFunc) {
 		require.NoError(t, err)
 		require.Len(t, list, 3)
 		require.Equal(t, []string{"create", "update", "recover"}, []string{list[0].Type, list[1].Type, list[2].Type})
-		require.Equal(t, []byte("c"), list[0].Request)
+		require.Equal(t, []int64{1, 2, 5}, []int64{list[0].AnchorSeq, list[1].AnchorSeq, list[2].AnchorSeq})
 		require.Equal(t, 3, list[0].Index)
+		for _, op := range list {
+			require.Nil(t, op.Request, "the index keeps no request: the batch files hold it")
+			require.Empty(t, op.AnchorString, "no such anchor")
+		}
 		none, err := s.DIDOperationList(ctx, "EiZ")
 		require.NoError(t, err)
 		require.Empty(t, none)
@@ -195,23 +199,26 @@ func exercisePipeline(t *testing.T, setup setupFunc) {
 		require.Equal(t, int64(11), last["EiMany0001"])
 	})
 
-	t.Run("DIDOperationsRefusedRowIndexesNothing", func(t *testing.T) {
+	t.Run("DIDOperationsCarryTheirAnchor", func(t *testing.T) {
 		t.Parallel()
 		s, _ := setup(t)
 		ctx := context.Background()
-		// A row the store refuses (no request) after hundreds it accepted, in the observer's
-		// transaction: the call fails and the rollback leaves none of the batch indexed.
-		var ops []store.DIDOperation
-		for i := range 450 {
-			ops = append(ops, store.DIDOperation{Suffix: fmt.Sprintf("EiRefused%04d", i), AnchorSeq: 1, Index: i, Type: "create", Request: []byte("x")})
-		}
-		ops[300].Request = nil
-		err := s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
-			return tx.DIDOperationInsertMany(ctx, ops)
-		})
-		require.Error(t, err)
-		all, err := s.DIDSuffixList(ctx, "", 10)
+		f, err := foreignAnchor(t, s, originA, "hl:"+randomName("carry"))
 		require.NoError(t, err)
-		require.Empty(t, all)
+		mine := localAnchor(t, s, store.AnchorCompleted)
+		require.NoError(t, s.DIDOperationInsertMany(ctx, []store.DIDOperation{
+			{Suffix: "EiC", AnchorSeq: f.Seq, Index: 0, Type: "create", Request: []byte("c"), Origin: "ignored", AnchorString: "ignored"},
+			{Suffix: "EiC", AnchorSeq: mine.Seq, Index: 2, Type: "deactivate"},
+		}))
+		want := []store.DIDOperation{
+			{Suffix: "EiC", AnchorSeq: f.Seq, Index: 0, Type: "create", Origin: originA, AnchorString: f.AnchorString},
+			{Suffix: "EiC", AnchorSeq: mine.Seq, Index: 2, Type: "deactivate", AnchorString: mine.AnchorString},
+		}
+		list, err := s.DIDOperationList(ctx, "EiC")
+		require.NoError(t, err)
+		require.Equal(t, want, list)
+		lists, err := s.DIDOperationLists(ctx, []string{"EiC"})
+		require.NoError(t, err)
+		require.Equal(t, want, lists["EiC"])
 	})
 }
