@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/anchord/anchord/internal/admin"
@@ -100,6 +101,14 @@ func serve(args []string, lookupEnv func(string) (string, bool), stdout, stderr 
 	}
 	log := logger.New(cfg.LogFormat, cfg.LogLevel, stderr)
 	logger.Capture(log)
+	// A process-wide setting, so it is made here and not in daemon.Run, which tests run several
+	// times in one process. GOMEMLIMIT, which the runtime already applied, wins over the default.
+	if _, set := lookupEnv("GOMEMLIMIT"); !set || cfg.MemoryLimit != 0 {
+		if limit := daemon.MemoryLimit(cfg); limit > 0 {
+			debug.SetMemoryLimit(limit)
+			log.Debug("memory limit", "bytes", limit)
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

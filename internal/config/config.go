@@ -116,6 +116,9 @@ type Config struct {
 	SQLiteMmapSize int64
 	// StateCacheSize bounds the DID states the resolver keeps in memory.
 	StateCacheSize int
+	// MemoryLimit is the process's soft memory limit in bytes (Go's runtime/debug.SetMemoryLimit):
+	// 0 derives it from the caches' sizes (daemon.MemoryLimit), a negative value sets none.
+	MemoryLimit int64
 	// MQ* configure RabbitMQ in cluster mode (Orb's names where Orb has the parameter).
 	MQPrefix                   string
 	MQQueueType                string
