@@ -61,6 +61,9 @@ func embedded(ctx context.Context, c *core) error {
 	}
 	// Filled in the background (below): a start must not read every DID.
 	known := observer.NewUnfilledKnown()
+	if err := c.reg.Register(known.Collector()); err != nil {
+		return fmt.Errorf("register the known filter's gauge: %w", err)
+	}
 	obs, err := c.writePath(writeParts{
 		queue: queue, intake: queue, restore: queue.Restore, backend: backend,
 		reservations: pending, release: pending.ReleaseIndexed, committing: pending.Committing, unpublished: unpublished, fetch: svc.Client().Fetch,

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/bits-and-blooms/bloom/v3"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/anchord/anchord/internal/store"
 )
@@ -84,6 +85,21 @@ func (k *Known) Fill(ctx context.Context, st store.Executor) error {
 
 // Filled reports whether Fill has finished (or the filter never needed one).
 func (k *Known) Filled() bool { return k.filled.Load() }
+
+// Collector is the gauge anchord_observer_known_filter_filled: 0 while the filter is being filled
+// after a start, then 1. Until then the reads it saves are made, and the scan itself takes CPU, so
+// figures taken right after a start are told apart by it.
+func (k *Known) Collector() prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "anchord_observer_known_filter_filled",
+		Help: "1 once the filter of known DIDs holds every DID indexed before the start, 0 while it is being filled (creates and resolutions of unknown DIDs read the index meanwhile).",
+	}, func() float64 {
+		if k.filled.Load() {
+			return 1
+		}
+		return 0
+	})
+}
 
 // Add records suffixes as indexed.
 func (k *Known) Add(suffixes []string) {

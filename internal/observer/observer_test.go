@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -583,6 +584,8 @@ func TestUnfilledKnownReadsTheIndexUntilFilled(t *testing.T) {
 
 	known := NewUnfilledKnown()
 	require.False(t, known.Filled())
+	filled := known.Collector()
+	require.Zero(t, testutil.ToFloat64(filled), "the gauge reads 0 until the fill ends")
 	bob, create, err := b.wallet.Create()
 	require.NoError(t, err)
 	require.True(t, known.MayContain(bob.Suffix), "unfilled: everything may be indexed")
@@ -599,6 +602,7 @@ func TestUnfilledKnownReadsTheIndexUntilFilled(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, known.Fill(ctx, st))
 	require.True(t, known.Filled())
+	require.Equal(t, 1.0, testutil.ToFloat64(filled))
 	require.True(t, known.MayContain(alice.Suffix), "indexed before the start, read by the fill")
 	require.True(t, known.MayContain(bob.Suffix), "indexed after the start, added by the Observer")
 	carol, _, err := b.wallet.Create()
