@@ -114,6 +114,8 @@ type Config struct {
 	SQLiteSynchronous string
 	// SQLiteMmapSize bounds the bytes of the embedded database read through a memory map.
 	SQLiteMmapSize int64
+	// SQLiteCacheSize is each read connection's page cache in bytes (embedded).
+	SQLiteCacheSize int64
 	// StateCacheSize bounds the DID states the resolver keeps in memory.
 	StateCacheSize int
 	// MemoryLimit is the process's soft memory limit in bytes (Go's runtime/debug.SetMemoryLimit):
@@ -396,6 +398,7 @@ func Default() Config {
 		IPFSTimeout:                ipfs.RequestTimeoutDefault,
 		SQLiteSynchronous:          sqlitestore.SynchronousDefault,
 		SQLiteMmapSize:             sqlitestore.MmapSizeDefault,
+		SQLiteCacheSize:            sqlitestore.ReaderCacheSizeDefault,
 		StateCacheSize:             observer.StateCacheSizeDefault,
 		MQPrefix:                   amqppubsub.PrefixDefault,
 		MQQueueType:                string(amqppubsub.QueueTypeDefault),

@@ -65,6 +65,7 @@ func (c *Config) params() []param.Param {
 		param.Int64(&c.MemoryLimit, "memory-limit", "soft limit on the process's memory in bytes: the garbage collector runs more often as the heap nears it instead of letting garbage double the caches' footprint (0: 320 MiB plus 2 KiB per --state-cache-size entry; negative: none, or GOMEMLIMIT when that is set)"),
 		param.String(&c.SQLiteSynchronous, "sqlite-synchronous", "embedded store durability: full (fsync every commit; survives power loss) or normal (survives a killed process, may lose the last commits on power loss)"),
 		param.Int64(&c.SQLiteMmapSize, "sqlite-mmap-size", "bytes of the embedded database read through a memory map (file pages the kernel can drop, counted in RSS); beyond, pages are read into each connection's cache (0: no map)"),
+		param.Int64(&c.SQLiteCacheSize, "sqlite-cache-size", "bytes of page cache per read connection of the embedded database (8 of them), for pages past the memory map: memory outside --memory-limit"),
 		param.String(&c.MQPrefix, "mq-prefix", "RabbitMQ exchange name and queue-name prefix; instances sharing it form one cluster"),
 		param.String(&c.MQQueueType, "mq-queue-type", "RabbitMQ queue type: classic (measured faster on one node) or quorum"),
 		param.Int(&c.MQPublisherChannelPoolSize, "mq-publisher-channel-pool-size", "pooled publisher channels (publishes in flight at once)").Env("MQ_PUBLISHER_POOL"),

@@ -186,6 +186,9 @@ func (c *Config) Validate() error {
 	if c.SQLiteMmapSize < 0 {
 		return &ParamError{Param: "sqlite-mmap-size", Value: fmt.Sprint(c.SQLiteMmapSize), Err: fmt.Errorf("must not be negative")}
 	}
+	if c.SQLiteCacheSize < 64<<10 {
+		return &ParamError{Param: "sqlite-cache-size", Value: fmt.Sprint(c.SQLiteCacheSize), Err: fmt.Errorf("must be at least 65536")}
+	}
 	if c.SQLiteSynchronous != "full" && c.SQLiteSynchronous != "normal" {
 		return &ParamError{Param: "sqlite-synchronous", Value: c.SQLiteSynchronous, Err: fmt.Errorf("must be full or normal")}
 	}

@@ -205,7 +205,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, reg 
 	log := logger.With("component", "store")
 	if cfg.DatabaseURL == "" {
 		s, err := sqlitestore.Open(ctx, sqlitestore.Config{DataDir: cfg.DataDir, Synchronous: cfg.SQLiteSynchronous, MmapSize: mmapSize(cfg.SQLiteMmapSize),
-			CheckpointInterval: sqlitestore.CheckpointIntervalDefault, Logger: log, Registerer: reg})
+			ReaderCacheSize: cfg.SQLiteCacheSize, CheckpointInterval: sqlitestore.CheckpointIntervalDefault, Logger: log, Registerer: reg})
 		if err != nil {
 			return nil, fmt.Errorf("--data-dir %s: %w", cfg.DataDir, err)
 		}

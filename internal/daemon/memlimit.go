@@ -22,6 +22,10 @@ const (
 // DIDs against a live heap of 290 MiB). With it the collector runs more often once the heap
 // nears the limit; a live heap above it (an operator's larger cache) makes the collector work
 // harder, not the process fail, and the runtime caps that work at about half the CPU.
+//
+// The limit covers what the Go runtime allocates. An embedded store's page caches are allocated
+// by SQLite outside it; they have a bound of their own (sqlitestore.PageCacheBound, 90 MiB by
+// default), and the process's anonymous memory is at most about the sum of the two.
 func MemoryLimit(cfg config.Config) int64 {
 	switch {
 	case cfg.MemoryLimit < 0:

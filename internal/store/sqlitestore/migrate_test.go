@@ -141,10 +141,10 @@ func indexedBefore(t *testing.T, s *Store, ops []store.DIDOperation) {
 func migratedTo(t *testing.T, ms []store.Migration) *Store {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), FileName)
-	writer, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault, MmapSizeDefault, false))
+	writer, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault, MmapSizeDefault, writerCacheSize, false))
 	require.NoError(t, err)
 	writer.SetMaxOpenConns(1)
-	reader, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault, MmapSizeDefault, false))
+	reader, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault, MmapSizeDefault, writerCacheSize, false))
 	require.NoError(t, err)
 	s := &Store{writer: writer, reader: reader, path: path, logger: slog.New(slog.DiscardHandler)}
 	s.executor = executor{w: writer, r: reader}

@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"testing"
@@ -36,6 +37,40 @@ func TestMmapSizeReachesEveryConnection(t *testing.T) {
 		for _, c := range conns {
 			require.NoError(t, c.Close())
 		}
+		s.Close()
+	}
+}
+
+// TestPageCachesAreBounded: the page caches are memory outside the Go runtime's limit, so every
+// connection's must be the size PageCacheBound counts.
+func TestPageCachesAreBounded(t *testing.T) {
+	t.Parallel()
+	cacheOf := func(q interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}) int64 {
+		var kib int64
+		require.NoError(t, q.QueryRowContext(context.Background(), "PRAGMA cache_size").Scan(&kib))
+		require.Negative(t, kib, "set in KiB, not pages")
+		return -kib << 10
+	}
+	for _, set := range []int64{0, 1 << 20} {
+		cfg := Config{DataDir: t.TempDir(), ReaderCacheSize: set, MaxReaders: 3, CheckpointInterval: CheckpointIntervalDefault}
+		s, err := Open(context.Background(), cfg)
+		require.NoError(t, err)
+		want := cmp.Or(set, ReaderCacheSizeDefault)
+		sum := cacheOf(s.writer) + cacheOf(s.ckptDB)
+		var conns []*sql.Conn
+		for range 3 {
+			c, err := s.reader.Conn(context.Background())
+			require.NoError(t, err)
+			conns = append(conns, c)
+			require.Equal(t, want, cacheOf(c), "reader, ReaderCacheSize %d", set)
+			sum += want
+		}
+		for _, c := range conns {
+			require.NoError(t, c.Close())
+		}
+		require.Equal(t, PageCacheBound(cfg), sum, "the bound is the sum of every connection's cache")
 		s.Close()
 	}
 }

@@ -50,6 +50,28 @@ const SynchronousDefault = "full"
 // anonymous memory.
 const MmapSizeDefault = 1 << 30
 
+// ReaderCacheSizeDefault is each read connection's page cache in bytes. Pages within the memory
+// map are not copied into it, so it holds only pages past the map: on a database larger than
+// the map, every reader fills its own. It is anonymous memory outside the Go runtime's soft
+// limit, so the bound on all of them (PageCacheBound) is what RssAnon adds to that limit. At ten
+// million DIDs, 64 MiB per reader made up to 512 MiB of it.
+const ReaderCacheSizeDefault = 8 << 20
+
+// The writer's and the checkpointer's page caches. The writer's hot pages (the queue's, the
+// index's right edge) fit in 16 MiB; why it is not larger is in dsn. The checkpointer copies
+// WAL frames into the file and keeps SQLite's default.
+const (
+	writerCacheSize       = 16 << 20
+	checkpointerCacheSize = 2 << 20
+)
+
+// PageCacheBound is the most memory the page caches of a store opened with cfg hold: the
+// writer's, the checkpointer's and every reader's.
+func PageCacheBound(cfg Config) int64 {
+	return writerCacheSize + checkpointerCacheSize +
+		int64(cmp.Or(cfg.MaxReaders, MaxReadersDefault))*cmp.Or(cfg.ReaderCacheSize, ReaderCacheSizeDefault)
+}
+
 // Config configures Open.
 type Config struct {
 	// DataDir is created if missing; the database is DataDir/anchord.db.
@@ -64,6 +86,9 @@ type Config struct {
 	// MmapSize bounds the bytes of the database file read through a memory map; beyond it
 	// pages are read with pread into the page cache. Zero means MmapSizeDefault, negative off.
 	MmapSize int64
+	// ReaderCacheSize is each read connection's page cache in bytes; zero means
+	// ReaderCacheSizeDefault.
+	ReaderCacheSize int64
 	// CheckpointInterval, when positive, is the period of a background Checkpointer (the daemon
 	// passes CheckpointIntervalDefault). The writer checkpoints at commit, each time the WAL
 	// passes 10,000 pages, except while the Checkpointer runs: before it starts (migrations, the
@@ -127,7 +152,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	case mmap < 0:
 		mmap = 0
 	}
-	writer, err := sql.Open("sqlite", dsn(path, false, sync, mmap, false))
+	writer, err := sql.Open("sqlite", dsn(path, false, sync, mmap, writerCacheSize, false))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
@@ -137,7 +162,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0)
 
-	reader, err := sql.Open("sqlite", dsn(path, true, sync, mmap, false))
+	reader, err := sql.Open("sqlite", dsn(path, true, sync, mmap, cmp.Or(cfg.ReaderCacheSize, ReaderCacheSizeDefault), false))
 	if err != nil {
 		_ = writer.Close()
 		return nil, fmt.Errorf("open sqlite store: %w", err)
@@ -157,7 +182,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.CheckpointInterval > 0 {
 		// Its own connection: a checkpoint on the writer's would hold the write connection for
 		// as long as it runs, which is what it is there to avoid.
-		if s.ckptDB, err = sql.Open("sqlite", dsn(path, false, sync, mmap, true)); err != nil {
+		if s.ckptDB, err = sql.Open("sqlite", dsn(path, false, sync, mmap, checkpointerCacheSize, true)); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("open sqlite store: %w", err)
 		}
@@ -219,27 +244,24 @@ func createPrivate(path string) error {
 	return nil
 }
 
-// dsn is the data source name of a connection to path. noAutoCheckpoint turns the commit-time
-// checkpoint off (the Checkpointer's own connection; the writer's is turned off while it runs).
-func dsn(path string, readOnly bool, synchronous string, mmapSize int64, noAutoCheckpoint bool) string {
+// dsn is the data source name of a connection to path with a page cache of cacheSize bytes.
+// noAutoCheckpoint turns the commit-time checkpoint off (the Checkpointer's own connection; the
+// writer's is turned off while it runs).
+func dsn(path string, readOnly bool, synchronous string, mmapSize, cacheSize int64, noAutoCheckpoint bool) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+synchronous+")")
 	q.Add("_pragma", "foreign_keys(ON)")
-	// Reads through a memory map instead of one pread per page, and a 64 MiB page cache per
-	// reader: the profile under load was dominated by page-read syscalls.
+	// Reads through a memory map instead of one pread per page: the profile under load was
+	// dominated by page-read syscalls.
 	q.Add("_pragma", "mmap_size("+strconv.FormatInt(mmapSize, 10)+")")
-	// The writer's cache is smaller. When a b-tree split swaps two new pages, SQLite parks one
-	// under a page number past the end of the file, and the commit that follows then walks the
-	// writer's whole page cache to drop it: with 64 MiB (16,384 pages) that walk was 6-7 % of the
-	// CPU at 7,500 creates/s, paid by intake's small queue commits. Its hot pages (the queue's,
-	// the index's right edge) fit in 16 MiB; the rest is read through the memory map.
-	if readOnly {
-		q.Add("_pragma", "cache_size(-65536)")
-	} else {
-		q.Add("_pragma", "cache_size(-16384)")
-	}
+	// The writer's cache is small on purpose. When a b-tree split swaps two new pages, SQLite
+	// parks one under a page number past the end of the file, and the commit that follows then
+	// walks the writer's whole page cache to drop it: with 64 MiB (16,384 pages) that walk was
+	// 6-7 % of the CPU at 7,500 creates/s, paid by intake's small queue commits.
+	// A negative cache_size is in KiB.
+	q.Add("_pragma", "cache_size("+strconv.FormatInt(-max(cacheSize>>10, 1), 10)+")")
 	// Checkpoint the WAL every ~40 MB instead of every 4 MB: pages rewritten by many commits
 	// (the queue's hot pages) are copied to the database file once per checkpoint, not once per
 	// 1,000 pages. Measured +5-8 % operations/s under load; the WAL file grows accordingly.
