@@ -118,8 +118,9 @@ type Config struct {
 	SQLiteCacheSize int64
 	// StateCacheSize bounds the DID states the resolver keeps in memory.
 	StateCacheSize int
-	// MemoryLimit is the process's soft memory limit in bytes (Go's runtime/debug.SetMemoryLimit):
-	// 0 derives it from the caches' sizes (daemon.MemoryLimit), a negative value sets none.
+	// MemoryLimit is the budget of the process's memory in bytes, from which the Go runtime's
+	// soft limit (runtime/debug.SetMemoryLimit) is derived: 0 derives it from the caches' sizes
+	// (daemon.MemoryLimit), a negative value sets none.
 	MemoryLimit int64
 	// MQ* configure RabbitMQ in cluster mode (Orb's names where Orb has the parameter).
 	MQPrefix                   string
