@@ -99,8 +99,8 @@ func Run(ctx context.Context, cfg config.Config, opts Options) error {
 		// It runs until the database closes: every stage above commits to the WAL it copies.
 		sup.add(StageDatabase, "sqlite-checkpointer", s.Checkpointer().Run)
 	}
-	if s, ok := st.(*pgstore.Store); ok && s.Analyzer() != nil {
-		sup.add(StageDatabase, "postgres-analyzer", s.Analyzer().Run)
+	if s, ok := st.(*pgstore.Store); ok && s.Maintainer() != nil {
+		sup.add(StageDatabase, "postgres-maintainer", s.Maintainer().Run)
 	}
 	srv, err := assemble(ctx, cfg, st, logger, reg, sup, opts.Build, lns, gate)
 	if err != nil {
@@ -214,7 +214,7 @@ func openStore(ctx context.Context, cfg config.Config, logger *slog.Logger, reg 
 	gate.wait("PostgreSQL")
 	for attempt := 1; ; attempt++ {
 		s, err := pgstore.Open(ctx, pgstore.Config{
-			URL: cfg.DatabaseURL, MaxConns: cfg.DatabaseMaxConns, AnalyzeInterval: pgstore.AnalyzeIntervalDefault, Logger: log, Registerer: reg,
+			URL: cfg.DatabaseURL, MaxConns: cfg.DatabaseMaxConns, MaintainInterval: pgstore.MaintainIntervalDefault, Logger: log, Registerer: reg,
 		})
 		if err == nil {
 			return s, nil

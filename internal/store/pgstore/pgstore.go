@@ -34,10 +34,10 @@ const MaxConnsDefault = 16
 type Config struct {
 	URL      string
 	MaxConns int
-	// AnalyzeInterval, when positive, is the period of an Analyzer (the daemon passes
-	// AnalyzeIntervalDefault); Run must run for it to do anything.
-	AnalyzeInterval time.Duration
-	Logger          *slog.Logger
+	// MaintainInterval, when positive, is the period of a Maintainer (the daemon passes
+	// MaintainIntervalDefault); Run must run for it to do anything.
+	MaintainInterval time.Duration
+	Logger           *slog.Logger
 	// Registerer receives the pool metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 }
@@ -45,9 +45,9 @@ type Config struct {
 // Store is the PostgreSQL backend.
 type Store struct {
 	executor
-	pool     *pgxpool.Pool
-	logger   *slog.Logger
-	analyzer *Analyzer // nil without Config.AnalyzeInterval
+	pool       *pgxpool.Pool
+	logger     *slog.Logger
+	maintainer *Maintainer // nil without Config.MaintainInterval
 }
 
 var _ store.Store = (*Store)(nil)
@@ -100,8 +100,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			return nil, fmt.Errorf("register postgres pool metrics: %w", err)
 		}
 	}
-	if cfg.AnalyzeInterval > 0 {
-		if s.analyzer, err = newAnalyzer(pool, cfg.AnalyzeInterval, logger, cfg.Registerer); err != nil {
+	if cfg.MaintainInterval > 0 {
+		if s.maintainer, err = newMaintainer(pool, cfg.MaintainInterval, logger, cfg.Registerer); err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("open postgres store: %w", err)
 		}

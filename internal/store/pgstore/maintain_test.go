@@ -20,10 +20,10 @@ func TestAnalyzerGivesGrownTablesStatistics(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := storetest.PostgresURL(t)
-	s, err := pgstore.Open(ctx, pgstore.Config{URL: url, MaxConns: 4, AnalyzeInterval: time.Hour, Logger: anchordtest.Logger(t)})
+	s, err := pgstore.Open(ctx, pgstore.Config{URL: url, MaxConns: 4, MaintainInterval: time.Hour, Logger: anchordtest.Logger(t)})
 	require.NoError(t, err)
 	defer s.Close()
-	a := s.Analyzer()
+	a := s.Maintainer()
 	require.NotNil(t, a)
 
 	other, err := pgx.Connect(ctx, url)
@@ -79,4 +79,62 @@ func TestAnalyzerGivesGrownTablesStatistics(t *testing.T) {
 		return assert.NoError(t, err) && len(done) > 0
 	}, 30*time.Second, 200*time.Millisecond)
 	require.EqualValues(t, 1001, reltuples())
+}
+
+// A table whose rows were deleted past the threshold is vacuumed (autovacuum is off on the
+// test server, as on some managed ones: nothing else would), once; and a round another
+// instance holds is left to it.
+func TestMaintainerVacuumsDeadRows(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := storetest.PostgresURL(t)
+	s, err := pgstore.Open(ctx, pgstore.Config{URL: url, MaxConns: 4, MaintainInterval: time.Hour, Logger: anchordtest.Logger(t)})
+	require.NoError(t, err)
+	defer s.Close()
+	m := s.Maintainer()
+	require.NotNil(t, m)
+
+	other, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer other.Close(ctx)
+	dead := func() int64 {
+		var n int64
+		require.NoError(t, other.QueryRow(ctx, `SELECT n_dead_tup FROM pg_stat_user_tables
+			WHERE schemaname = current_schema() AND relname = 'did_operations'`).Scan(&n))
+		return n
+	}
+	// Rows inserted and deleted, as the queue's are, reported to the statistics system at once.
+	churn := func(seq int) {
+		_, err := other.Exec(ctx, `INSERT INTO did_operations (suffix, anchor_seq, op_index, op_type, request)
+			SELECT 'EiS' || i, $1, i, 'create', '\x7b7d' FROM generate_series(1, 500) i`, seq)
+		require.NoError(t, err)
+		_, err = other.Exec(ctx, `DELETE FROM did_operations WHERE anchor_seq = $1`, seq)
+		require.NoError(t, err)
+		_, err = other.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
+		require.NoError(t, err)
+	}
+	churn(1)
+	require.Eventually(t, func() bool { return dead() >= 500 }, 30*time.Second, 200*time.Millisecond)
+
+	// Another instance holds the round: this one does nothing.
+	_, err = other.Exec(ctx, `SELECT pg_advisory_lock(hashtext('anchord_vacuum:' || current_schema()))`)
+	require.NoError(t, err)
+	done, err := m.VacuumOnce(ctx)
+	require.NoError(t, err)
+	require.Empty(t, done, "the round is another instance's")
+	_, err = other.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
+	require.NoError(t, err)
+
+	done, err = m.VacuumOnce(ctx)
+	require.NoError(t, err)
+	require.Contains(t, done, "did_operations")
+	require.Eventually(t, func() bool { return dead() == 0 }, 30*time.Second, 200*time.Millisecond, "the dead rows are gone")
+	done, err = m.VacuumOnce(ctx)
+	require.NoError(t, err)
+	require.NotContains(t, done, "did_operations", "a vacuumed table is not vacuumed again until rows die")
+
+	// The lock went back with the connection: a second round could take it.
+	var free bool
+	require.NoError(t, other.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext('anchord_vacuum:' || current_schema()))`).Scan(&free))
+	require.True(t, free, "the round's lock is released")
 }
