@@ -14,21 +14,29 @@ import (
 	"github.com/anchord/anchord/internal/store/storetest"
 )
 
+// openMaintained opens a store on a schema of its own and returns its Maintainer (which does
+// nothing until it is asked) and another connection to the schema.
+func openMaintained(t *testing.T) (*pgstore.Maintainer, *pgx.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	url := storetest.PostgresURL(t)
+	s, err := pgstore.Open(ctx, pgstore.Config{URL: url, MaxConns: 4, MaintainInterval: time.Hour, Logger: anchordtest.Logger(t)})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	m := s.Maintainer()
+	require.NotNil(t, m)
+	other, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = other.Close(context.Background()) })
+	return m, other
+}
+
 // A table that grew past the threshold gets statistics (the planner had none: reltuples -1),
 // once: the next round finds nothing to do; and a round another instance holds is left to it.
 func TestAnalyzerGivesGrownTablesStatistics(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := storetest.PostgresURL(t)
-	s, err := pgstore.Open(ctx, pgstore.Config{URL: url, MaxConns: 4, MaintainInterval: time.Hour, Logger: anchordtest.Logger(t)})
-	require.NoError(t, err)
-	defer s.Close()
-	a := s.Maintainer()
-	require.NotNil(t, a)
-
-	other, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	defer other.Close(ctx)
+	a, other := openMaintained(t)
 	reltuples := func() float64 {
 		var n float64
 		require.NoError(t, other.QueryRow(ctx, `SELECT reltuples FROM pg_class WHERE oid = 'did_operations'::regclass`).Scan(&n))
@@ -48,6 +56,7 @@ func TestAnalyzerGivesGrownTablesStatistics(t *testing.T) {
 	insert(1, 500)
 
 	var done []string
+	var err error
 	require.Eventually(t, func() bool {
 		done, err = a.RunOnce(ctx)
 		return assert.NoError(t, err) && len(done) > 0
@@ -87,16 +96,7 @@ func TestAnalyzerGivesGrownTablesStatistics(t *testing.T) {
 func TestMaintainerVacuumsDeadRows(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := storetest.PostgresURL(t)
-	s, err := pgstore.Open(ctx, pgstore.Config{URL: url, MaxConns: 4, MaintainInterval: time.Hour, Logger: anchordtest.Logger(t)})
-	require.NoError(t, err)
-	defer s.Close()
-	m := s.Maintainer()
-	require.NotNil(t, m)
-
-	other, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	defer other.Close(ctx)
+	m, other := openMaintained(t)
 	var autovacuum string
 	require.NoError(t, other.QueryRow(ctx, `SHOW autovacuum`).Scan(&autovacuum))
 	if autovacuum == "on" {
@@ -122,7 +122,7 @@ func TestMaintainerVacuumsDeadRows(t *testing.T) {
 	require.Eventually(t, func() bool { return dead() >= 500 }, 30*time.Second, 200*time.Millisecond)
 
 	// Another instance holds the round: this one does nothing.
-	_, err = other.Exec(ctx, `SELECT pg_advisory_lock(hashtext('anchord_vacuum:' || current_schema()))`)
+	_, err := other.Exec(ctx, `SELECT pg_advisory_lock(hashtext('anchord_vacuum:' || current_schema()))`)
 	require.NoError(t, err)
 	done, err := m.VacuumOnce(ctx)
 	require.NoError(t, err)
