@@ -117,9 +117,12 @@ func (a *Maintainer) vacuumOnce(ctx context.Context) ([]string, error) {
 		return nil, nil
 	}
 	defer func() {
-		// A cancelled ctx must not leave the lock on a connection that goes back to the pool.
-		if _, err := conn.Exec(context.WithoutCancel(ctx), qVacuumUnlock); err != nil {
-			_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		// A cancelled ctx must not leave the lock on a connection that goes back to the pool; a
+		// connection that cannot unlock is closed, which releases it.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(uctx, qVacuumUnlock); err != nil {
+			_ = conn.Conn().Close(uctx)
 		}
 	}()
 	rows, err := conn.Query(ctx, qVacuumDue)
