@@ -2,8 +2,8 @@ package pgstore
 
 import "context"
 
-// RunOnce runs one round of the Maintainer's analysis.
-func (a *Maintainer) RunOnce(ctx context.Context) ([]string, error) { return a.runOnce(ctx) }
+// AnalyzeOnce runs one round of the Maintainer's analysis.
+func (m *Maintainer) AnalyzeOnce(ctx context.Context) ([]string, error) { return m.analyzeOnce(ctx) }
 
 // VacuumOnce runs one round of the Maintainer's vacuuming.
-func (a *Maintainer) VacuumOnce(ctx context.Context) ([]string, error) { return a.vacuumOnce(ctx) }
+func (m *Maintainer) VacuumOnce(ctx context.Context) ([]string, error) { return m.vacuumOnce(ctx) }

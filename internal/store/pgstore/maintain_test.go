@@ -36,7 +36,7 @@ func openMaintained(t *testing.T) (*pgstore.Maintainer, *pgx.Conn) {
 func TestAnalyzerGivesGrownTablesStatistics(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a, other := openMaintained(t)
+	m, other := openMaintained(t)
 	reltuples := func() float64 {
 		var n float64
 		require.NoError(t, other.QueryRow(ctx, `SELECT reltuples FROM pg_class WHERE oid = 'did_operations'::regclass`).Scan(&n))
@@ -58,12 +58,12 @@ func TestAnalyzerGivesGrownTablesStatistics(t *testing.T) {
 	var done []string
 	var err error
 	require.Eventually(t, func() bool {
-		done, err = a.RunOnce(ctx)
+		done, err = m.AnalyzeOnce(ctx)
 		return assert.NoError(t, err) && len(done) > 0
 	}, 30*time.Second, 200*time.Millisecond)
 	require.Contains(t, done, "did_operations")
 	require.EqualValues(t, 500, reltuples())
-	done, err = a.RunOnce(ctx)
+	done, err = m.AnalyzeOnce(ctx)
 	require.NoError(t, err)
 	require.Empty(t, done, "analyzed tables are not analyzed again until they change")
 
@@ -77,14 +77,14 @@ func TestAnalyzerGivesGrownTablesStatistics(t *testing.T) {
 			WHERE schemaname = current_schema() AND relname = 'did_operations'`).Scan(&n)
 		return assert.NoError(t, err) && n > 100
 	}, 30*time.Second, 200*time.Millisecond)
-	done, err = a.RunOnce(ctx)
+	done, err = m.AnalyzeOnce(ctx)
 	require.NoError(t, err)
 	require.Empty(t, done, "the round is another instance's")
 	require.EqualValues(t, 500, reltuples())
 	_, err = other.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		done, err = a.RunOnce(ctx)
+		done, err = m.AnalyzeOnce(ctx)
 		return assert.NoError(t, err) && len(done) > 0
 	}, 30*time.Second, 200*time.Millisecond)
 	require.EqualValues(t, 1001, reltuples())
