@@ -2,10 +2,11 @@
 // from it.
 //
 // The Observer reads each completed anchor's batch files from CAS with the Sidetree batch
-// reader and, in one transaction, adds its operations to did_operations and marks the anchor
-// observed. The mark is conditional (observed_at IS NULL), so an anchor is indexed exactly once
-// even when several observers race or one crashes between reading and committing: the loser's
-// transaction rolls back, and a crash before the commit leaves the anchor to be observed again.
+// reader and, in one transaction, marks the anchor observed and adds its operations to
+// did_operations. The mark is conditional (observed_at IS NULL), so an anchor is indexed exactly
+// once even when several observers race or one crashes between reading and committing: the
+// mark comes first, so the loser waits for the winner's commit and then rolls back without
+// having written anything, and a crash before the commit leaves the anchor to be observed again.
 // Embedded, a large anchor's rows are committed in slices before that transaction
 // (Config.IndexTxRows), so intake's commits are not held up behind all of them; rows are keyed by
 // (anchor, position) and inserted only if absent, so an anchor cut between slices is indexed

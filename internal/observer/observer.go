@@ -356,13 +356,18 @@ func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) 
 	}
 	err := o.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
 		store.OnVisible(ctx, func() { o.visible(last) }) // the slices' were released as they committed
+		// The mark comes first: it claims the anchor. In a cluster the sweep and the anchor
+		// topic's handler (of this instance or another) may both find it unobserved; the second
+		// mark waits for the first's transaction and, once that commits, fails (ErrNotFound)
+		// before writing anything. Marked last, the loser would first write every state again
+		// (waiting for the winner's inserts, then putting the same states back).
+		if err := tx.AnchorMarkObserved(ctx, a.Seq); err != nil {
+			return err
+		}
 		if err := tx.DIDOperationInsertMany(ctx, last); err != nil {
 			return err
 		}
 		if _, err := o.indexStates(ctx, tx, lastStates); err != nil {
-			return err
-		}
-		if err := tx.AnchorMarkObserved(ctx, a.Seq); err != nil {
 			return err
 		}
 		if o.cfg.ReleaseTxFunc != nil {
@@ -382,9 +387,9 @@ func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) 
 		o.mu.Unlock()
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		// Another observer indexed it first; our last transaction's inserts were rolled back
-		// (earlier slices' rows, if any, are the same rows it wrote). Its rows are committed,
-		// so the operations are no longer pending.
+		// Another observer indexed it first; our last transaction wrote nothing (earlier
+		// slices' rows, if any, are the same rows it wrote). Its rows are committed, so the
+		// operations are no longer pending.
 		if o.cfg.ReleaseFunc != nil {
 			o.cfg.ReleaseFunc(ops)
 		}

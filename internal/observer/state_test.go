@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -239,19 +240,22 @@ func (c *cuttingStore) InTx(ctx context.Context, fn func(ctx context.Context, tx
 
 // holdingStore holds its transactions at one point until release is closed, and closes held
 // when the first gets there: before it writes the DIDs' states (holdBeforePut: their rows are
-// locked), or before it marks anchor seq observed (holdBeforeMark: states written).
+// locked), after it wrote them (holdAfterPut), or after it inserted the fresh ones
+// (holdAfterInsert). With no point it never holds. puts counts the states its transactions put
+// (DIDStatePutMany), committed or not.
 type holdingStore struct {
 	store.Store
 	point   string
-	seq     int64
 	held    chan struct{}
 	release chan struct{}
 	once    sync.Once
+	puts    atomic.Int64
 }
 
 const (
-	holdBeforePut  = "before the states are written"
-	holdBeforeMark = "before the anchor is marked observed"
+	holdBeforePut   = "before the states are written"
+	holdAfterPut    = "after the states are written"
+	holdAfterInsert = "after the fresh states are inserted"
 )
 
 func (h *holdingStore) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Executor) error) error {
@@ -271,17 +275,23 @@ type holdingTx struct {
 }
 
 func (t holdingTx) DIDStatePutMany(ctx context.Context, states []store.DIDState) error {
+	t.h.puts.Add(int64(len(states)))
 	if t.h.point == holdBeforePut {
 		t.h.hold()
 	}
-	return t.Executor.DIDStatePutMany(ctx, states)
-}
-
-func (t holdingTx) AnchorMarkObserved(ctx context.Context, seq int64) error {
-	if t.h.point == holdBeforeMark && seq == t.h.seq {
+	err := t.Executor.DIDStatePutMany(ctx, states)
+	if err == nil && t.h.point == holdAfterPut {
 		t.h.hold()
 	}
-	return t.Executor.AnchorMarkObserved(ctx, seq)
+	return err
+}
+
+func (t holdingTx) DIDStateInsertMany(ctx context.Context, states []store.DIDState) (map[string]bool, error) {
+	inserted, err := t.Executor.DIDStateInsertMany(ctx, states)
+	if err == nil && t.h.point == holdAfterInsert {
+		t.h.hold()
+	}
+	return inserted, err
 }
 
 // TestObserversOfOneDIDTakeTurns (PostgreSQL, where observers of several instances index at
@@ -292,7 +302,7 @@ func TestObserversOfOneDIDTakeTurns(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ order, point string }{
 		{"in anchor order", holdBeforePut}, {"the later anchor first", holdBeforePut},
-		{"in anchor order", holdBeforeMark}, {"the later anchor first", holdBeforeMark},
+		{"in anchor order", holdAfterPut}, {"the later anchor first", holdAfterPut},
 	} {
 		order := c.order
 		t.Run(c.order+", held "+c.point, func(t *testing.T) {
@@ -315,7 +325,7 @@ func TestObserversOfOneDIDTakeTurns(t *testing.T) {
 				first, second = second, first
 			}
 
-			h := &holdingStore{Store: st, point: c.point, seq: first.Seq, held: make(chan struct{}), release: make(chan struct{})}
+			h := &holdingStore{Store: st, point: c.point, held: make(chan struct{}), release: make(chan struct{})}
 			holding, err := New(Config{Profile: sidetree.DefaultProfile(), Logger: anchordtest.Logger(t)}, h, b.cas.FetchFunc)
 			require.NoError(t, err)
 			firstDone := make(chan error, 1)
@@ -353,6 +363,98 @@ func TestObserversOfOneDIDTakeTurns(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, id.UpdateKey.Commitment(), state.UpdateCommitment, "both updates applied")
 			require.Len(t, state.Document.Services, 2)
+		})
+	}
+}
+
+// TestSweepAndHandlerPutNoStateTwice (PostgreSQL, a cluster's instance): the sweep and the anchor
+// topic's handler both find one anchor unobserved, one of them indexes it, and the other, however
+// far the first got, writes nothing: no state is put a second time (the same state put back,
+// a dead row per DID), and the index is what the first wrote.
+func TestSweepAndHandlerPutNoStateTwice(t *testing.T) {
+	t.Parallel()
+	for _, first := range []string{"handler", "sweep"} {
+		t.Run("the "+first+" first", func(t *testing.T) {
+			t.Parallel()
+			sc := storetest.OpenScratch(t, "postgres")
+			st := sc.Store
+			b := setup(t, st)
+			ctx := context.Background()
+			var reqs [][]byte
+			var suffixes []string
+			for range 20 {
+				id, create, err := b.wallet.Create()
+				require.NoError(t, err)
+				reqs = append(reqs, create)
+				suffixes = append(suffixes, id.Suffix)
+			}
+			a := b.anchorOps(t, reqs...)
+			observe := func(o *Observer, how string) (Result, error) {
+				if how == "handler" {
+					return o.ObserveSeq(ctx, a.Seq)
+				}
+				return o.runOnce(ctx)
+			}
+			second := "sweep"
+			if first == "sweep" {
+				second = "handler"
+			}
+
+			h := &holdingStore{Store: st, point: holdAfterInsert, held: make(chan struct{}), release: make(chan struct{})}
+			holding, err := New(Config{Profile: sidetree.DefaultProfile(), Logger: anchordtest.Logger(t)}, h, b.cas.FetchFunc)
+			require.NoError(t, err)
+			type outcome struct {
+				res Result
+				err error
+			}
+			firstDone := make(chan outcome, 1)
+			go func() {
+				res, err := observe(holding, first)
+				firstDone <- outcome{res, err}
+			}()
+			var releaseOnce sync.Once
+			release := func() { releaseOnce.Do(func() { close(h.release) }) }
+			t.Cleanup(release)
+			anchordtest.WaitOrTimeout(t, h.held, 10*time.Second)
+
+			c := &holdingStore{Store: st}
+			other, err := New(Config{Profile: sidetree.DefaultProfile(), Logger: anchordtest.Logger(t)}, c, b.cas.FetchFunc)
+			require.NoError(t, err)
+			secondDone := make(chan outcome, 1)
+			go func() {
+				res, err := observe(other, second)
+				secondDone <- outcome{res, err}
+			}()
+			// The second either finds nothing to do, or waits for the first's transaction.
+			var got outcome
+			waited := false
+			require.Eventually(t, func() bool {
+				select {
+				case got = <-secondDone:
+					return true
+				default:
+				}
+				n, err := sc.Exec(ctx, `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+					AND (query LIKE '%anchors%' OR query LIKE '%did_operations%' OR query LIKE '%did_states%')`)
+				waited = err == nil && n > 0
+				return waited
+			}, 10*time.Second, 10*time.Millisecond)
+			release()
+			firstGot := anchordtest.WaitOrTimeout(t, firstDone, 10*time.Second)
+			require.NoError(t, firstGot.err)
+			require.Equal(t, len(reqs), firstGot.res.Operations, "the first indexed the anchor")
+			if waited {
+				got = anchordtest.WaitOrTimeout(t, secondDone, 10*time.Second)
+			}
+			require.NoError(t, got.err)
+			require.Zero(t, got.res.Operations, "the second indexed nothing")
+			t.Logf("the %s second (waited for the first: %v): states put by the first %d, by the second %d", second, waited, h.puts.Load(), c.puts.Load())
+			require.Zero(t, h.puts.Load()+c.puts.Load(), "creates only: every state inserted, none put")
+
+			observed, err := st.AnchorGet(ctx, a.Seq)
+			require.NoError(t, err)
+			require.NotNil(t, observed.ObservedAt)
+			requireStatesAreResolution(t, st, []*Resolver{newTestResolver(sidetree.DefaultProfile(), st, nil, 0)}, suffixes)
 		})
 	}
 }

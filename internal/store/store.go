@@ -153,6 +153,8 @@ type Executor interface {
 	AnchorNextToObserve(ctx context.Context) (Anchor, error)
 	// AnchorMarkObserved sets observed_at on a completed, unobserved anchor; ErrNotFound if it
 	// is not one (observed already, or not completed), so an anchor is observed exactly once.
+	// A mark waits for another transaction's uncommitted mark of the same anchor: ErrNotFound
+	// once that commits, marked if it rolls back (the observer claims an anchor with it).
 	AnchorMarkObserved(ctx context.Context, seq int64) error
 
 	// DIDOperationInsertMany adds anchored operations to the per-DID index, without their

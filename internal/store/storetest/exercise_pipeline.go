@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/anchord/anchord/internal/anchordtest"
 	"github.com/anchord/anchord/internal/store"
 )
 
@@ -134,6 +136,55 @@ func exercisePipeline(t *testing.T, setup setupFunc) {
 		require.Len(t, seen, anchors)
 		for seq, n := range seen {
 			require.Equal(t, 1, n, "anchor %d observed %d times", seq, n)
+		}
+	})
+
+	// The observer claims an anchor by marking it first in its index transaction: a second
+	// observer's mark must wait for that transaction, and find the anchor observed if it commits.
+	t.Run("AMarkWaitsForAnUncommittedMark", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		ctx := context.Background()
+		errRollback := errors.New("roll back")
+		for _, commit := range []bool{true, false} {
+			a, err := s.AnchorInsert(ctx, store.AnchorInsertParams{
+				AnchorString: fmt.Sprintf("1.QmWait%v", commit), CoreIndexCID: "QmWait", OpCount: 1,
+				Backend: "local", Status: store.AnchorCompleted,
+			})
+			require.NoError(t, err)
+			second := make(chan error, 1)
+			err = s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+				if err := tx.AnchorMarkObserved(ctx, a.Seq); err != nil {
+					return err
+				}
+				started := make(chan struct{})
+				go func() {
+					close(started)
+					second <- s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+						return tx.AnchorMarkObserved(ctx, a.Seq)
+					})
+				}()
+				<-started
+				select {
+				case err := <-second:
+					return fmt.Errorf("the second mark did not wait: %v", err)
+				default:
+				}
+				if !commit {
+					return errRollback
+				}
+				return nil
+			})
+			if commit {
+				require.NoError(t, err)
+				require.ErrorIs(t, anchordtest.WaitOrTimeout(t, second, 30*time.Second), store.ErrNotFound, "observed by the first")
+			} else {
+				require.ErrorIs(t, err, errRollback)
+				require.NoError(t, anchordtest.WaitOrTimeout(t, second, 30*time.Second), "the first rolled back: the second marks it")
+			}
+			got, err := s.AnchorGet(ctx, a.Seq)
+			require.NoError(t, err)
+			require.NotNil(t, got.ObservedAt)
 		}
 	})
 
