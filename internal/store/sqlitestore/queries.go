@@ -4,7 +4,12 @@ package sqlitestore
 // microseconds (UTC): comparisons are integer comparisons and no text parsing is involved.
 
 const (
-	qNow = `SELECT CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)`
+	// qNow reads SQLite's clock, which has whole milliseconds, and rounds away the tens of
+	// microseconds the floating-point Julian day adds: a wait computed from two readings
+	// (anchor.Writer.Wait, to the next whole second after the latest anchor) must end at or
+	// after that moment by the next reading, which a reading a few microseconds off made it
+	// miss by a millisecond.
+	qNow = `SELECT CAST(ROUND((julianday('now') - 2440587.5) * 86400000) AS INTEGER) * 1000`
 
 	qMigrationsBootstrap = `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER PRIMARY KEY,
@@ -157,10 +162,10 @@ const (
 	qDIDStateGet = `SELECT state FROM did_states WHERE suffix = ?`
 	// qDIDStateGetMany is completed with one placeholder per suffix.
 	qDIDStateGetMany = `SELECT suffix, state FROM did_states WHERE suffix IN (%s)`
-	// qDIDStateInsert and qDIDStatePut are completed with one "(?, ?)" per row; OR FAIL as in
-	// qDIDOperationInsert.
-	qDIDStateInsert = `INSERT OR FAIL INTO did_states (suffix, state) VALUES %s
+	// qDIDStateInsert and qDIDStatePut are completed with one "(?, ?, ?)" per row; OR FAIL as
+	// in qDIDOperationInsert.
+	qDIDStateInsert = `INSERT OR FAIL INTO did_states (suffix, state, positions) VALUES %s
 		ON CONFLICT DO NOTHING RETURNING suffix`
-	qDIDStatePut = `INSERT OR FAIL INTO did_states (suffix, state) VALUES %s
-		ON CONFLICT (suffix) DO UPDATE SET state = excluded.state`
+	qDIDStatePut = `INSERT OR FAIL INTO did_states (suffix, state, positions) VALUES %s
+		ON CONFLICT (suffix) DO UPDATE SET state = excluded.state, positions = excluded.positions`
 )
