@@ -60,7 +60,7 @@ func TestLocalAnchorIsSignedAndComplete(t *testing.T) {
 		require.NotNil(t, first.CompletedAt)
 		require.Equal(t, "local", first.Backend)
 		require.NoError(t, VerifyLocal(first))
-		require.NoError(t, st.DIDOperationInsertMany(ctx, []store.DIDOperation{
+		require.NoError(t, new(storetest.Indexer).Index(ctx, st, []store.DIDOperation{
 			{Suffix: "EiX", AnchorSeq: first.Seq, Index: 0, Type: "create", Request: []byte("{}")},
 			{Suffix: "EiY", AnchorSeq: first.Seq, Index: 1, Type: "create", Request: []byte("{}")},
 		}))

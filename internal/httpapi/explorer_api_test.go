@@ -59,6 +59,7 @@ func explorerSetup(t *testing.T, pipeline PipelineSource, fed FederationSource) 
 		parse(w.Update(b.ids[0], wallet.AddServices(wallet.Service{ID: "s", Type: "LinkedDomains", Endpoint: "https://a.example"}))),
 		parse(w.Deactivate(b.ids[1])),
 	}
+	var index storetest.Indexer
 	for i, ops := range [][]*sidetree.Operation{creates, second} {
 		files, err := batchfile.Build(ops, cs.Address, batchfile.DefaultLimits())
 		require.NoError(t, err)
@@ -74,7 +75,7 @@ func explorerSetup(t *testing.T, pipeline PipelineSource, fed FederationSource) 
 		for _, op := range files.Operations {
 			rows = append(rows, store.DIDOperation{Suffix: op.Suffix, AnchorSeq: a.Seq, Index: op.Position, Type: string(op.Type), Request: op.Request})
 		}
-		require.NoError(t, st.DIDOperationInsertMany(ctx, rows))
+		require.NoError(t, index.Index(ctx, st, rows))
 		b.files[i], b.anchor[i] = files, a
 	}
 	// The index keeps no request; the explorer reads them from the batch files.

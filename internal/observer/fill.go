@@ -45,7 +45,7 @@ func FillStates(ctx context.Context, st store.Store, p sidetree.Profile, batches
 	start, last := time.Now(), time.Now()
 	stored, seen := 0, 0
 	for {
-		suffixes, err := st.DIDSuffixList(ctx, after, fillPage)
+		suffixes, next, err := st.DIDSuffixList(ctx, after, fillPage)
 		if err != nil {
 			return stored, fmt.Errorf("fill DID states: %w", err)
 		}
@@ -58,13 +58,16 @@ func FillStates(ctx context.Context, st store.Store, p sidetree.Profile, batches
 		}
 		states := make([]store.DIDState, 0, len(suffixes))
 		for _, s := range suffixes {
+			if _, ok := lists[s]; !ok {
+				continue // listed twice in this page
+			}
 			if err := batches.Requests(ctx, lists[s]); err != nil {
 				return stored, fmt.Errorf("fill DID states: %w", err)
 			}
-			rec := sidetree.ResolveRecord(p, s, anchoredOps(lists[s]))
-			states = append(states, store.DIDState{Suffix: s, State: rec.AppendBinary(nil)})
+			states = append(states, stateOf(sidetree.ResolveRecord(p, s, anchoredOps(lists[s])), s))
+			delete(lists, s)
 		}
-		after = suffixes[len(suffixes)-1]
+		after = next
 		err = st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
 			inserted, err := tx.DIDStateInsertMany(ctx, states)
 			if err != nil {

@@ -70,7 +70,7 @@ const knownFillPage = 10_000
 func (k *Known) Fill(ctx context.Context, st store.Executor) error {
 	after := ""
 	for {
-		page, err := st.DIDSuffixList(ctx, after, knownFillPage)
+		page, next, err := st.DIDSuffixList(ctx, after, knownFillPage)
 		if err != nil {
 			return fmt.Errorf("load known DIDs: %w", err)
 		}
@@ -79,7 +79,7 @@ func (k *Known) Fill(ctx context.Context, st store.Executor) error {
 			return nil
 		}
 		k.Add(page)
-		after = page[len(page)-1]
+		after = next
 	}
 }
 

@@ -47,7 +47,7 @@ func freshStates(p sidetree.Profile, ops []sidetree.AnchoredOperation) stateBatc
 		}
 		seen[op.Suffix] = true
 		rec, _ := (*sidetree.StateRecord)(nil).Next(p, op.Suffix, op)
-		b.fresh = append(b.fresh, store.DIDState{Suffix: op.Suffix, State: rec.AppendBinary(nil)})
+		b.fresh = append(b.fresh, stateOf(rec, op.Suffix))
 	}
 	return b
 }
@@ -144,7 +144,7 @@ func (o *Observer) indexStates(ctx context.Context, tx store.Executor, b stateBa
 				return res, err
 			}
 		}
-		put = append(put, store.DIDState{Suffix: op.Suffix, State: next.AppendBinary(nil)})
+		put = append(put, stateOf(next, op.Suffix))
 	}
 	for s := range b.many {
 		res.replayed++
@@ -152,12 +152,21 @@ func (o *Observer) indexStates(ctx context.Context, tx store.Executor, b stateBa
 		if err != nil {
 			return res, err
 		}
-		put = append(put, store.DIDState{Suffix: s, State: next.AppendBinary(nil)})
+		put = append(put, stateOf(next, s))
 	}
 	if err := tx.DIDStatePutMany(ctx, put); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// stateOf returns rec as the stored state of suffix.
+func stateOf(rec *sidetree.StateRecord, suffix string) store.DIDState {
+	pos := make([]store.DIDPosition, len(rec.Positions))
+	for i, p := range rec.Positions {
+		pos[i] = store.DIDPosition{AnchorSeq: int64(p.Sequence), Index: p.Index}
+	}
+	return store.DIDState{Suffix: suffix, State: rec.AppendBinary(nil), Positions: pos}
 }
 
 // nextState extends a stored state by op; false when it cannot be (see StateRecord.Next), or
@@ -177,25 +186,25 @@ func (o *Observer) nextState(op sidetree.AnchoredOperation, stored []byte) (*sid
 	return rec.Next(o.cfg.Profile, op.Suffix, op)
 }
 
-// replayState computes a DID's state from its whole history as tx sees it (with the rows tx
-// inserted); the operations of batch keep their parse.
+// replayState computes a DID's state from its whole history as tx sees it, with the rows tx
+// inserted for batch (a store that finds a DID's rows by its stored state does not list them
+// yet, one with an index by suffix does); the operations of batch keep their parse.
 func (o *Observer) replayState(ctx context.Context, tx store.Executor, suffix string, batch []sidetree.AnchoredOperation) (*sidetree.StateRecord, error) {
 	rows, err := tx.DIDOperationList(ctx, suffix)
 	if err != nil {
 		return nil, fmt.Errorf("state of %s: %w", suffix, err)
 	}
-	var parsed []*sidetree.Operation
+	listed := make(map[int]bool) // positions in batch of listed rows
+	parsed := make([]*sidetree.Operation, len(rows))
 	for i := range rows {
 		// One anchor's operations are in batch, in position order; the others' requests are
 		// read from their batch files.
-		var p *sidetree.Operation
-		key := sidetree.AnchoredOperation{Sequence: uint64(rows[i].AnchorSeq), Position: rows[i].Index}
-		if j, found := slices.BinarySearchFunc(batch, key, func(b, op sidetree.AnchoredOperation) int {
-			return cmp.Or(cmp.Compare(b.Sequence, op.Sequence), cmp.Compare(b.Position, op.Position))
+		if j, found := slices.BinarySearchFunc(batch, rows[i], func(op sidetree.AnchoredOperation, row store.DIDOperation) int {
+			return cmp.Or(cmp.Compare(op.Sequence, uint64(row.AnchorSeq)), cmp.Compare(op.Position, row.Index))
 		}); found && batch[j].Suffix == suffix {
-			rows[i].Request, p = batch[j].Request, batch[j].Parsed
+			rows[i].Request, parsed[i] = batch[j].Request, batch[j].Parsed
+			listed[j] = true
 		}
-		parsed = append(parsed, p)
 	}
 	if err := o.batches.Requests(ctx, rows); err != nil {
 		return nil, fmt.Errorf("state of %s: %w", suffix, err)
@@ -203,6 +212,17 @@ func (o *Observer) replayState(ctx context.Context, tx store.Executor, suffix st
 	ops := anchoredOps(rows)
 	for i := range ops {
 		ops[i].Parsed = parsed[i]
+	}
+	added := false
+	for j, op := range batch {
+		if op.Suffix == suffix && !listed[j] {
+			ops, added = append(ops, op), true
+		}
+	}
+	if added {
+		slices.SortStableFunc(ops, func(a, b sidetree.AnchoredOperation) int {
+			return cmp.Or(cmp.Compare(a.Sequence, b.Sequence), cmp.Compare(a.Position, b.Position))
+		})
 	}
 	o.m.stateReplays.Inc()
 	return sidetree.ResolveRecord(o.cfg.Profile, suffix, ops), nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/anchord/anchord/internal/sidetree/batchfile"
 	"github.com/anchord/anchord/internal/sidetree/wallet"
 	"github.com/anchord/anchord/internal/store"
+	"github.com/anchord/anchord/internal/store/sqlitestore"
 	"github.com/anchord/anchord/internal/store/storetest"
 )
 
@@ -201,6 +203,16 @@ func TestFillStatesComputesWhatWasIndexedBefore(t *testing.T) {
 			_, err = sc.Exec(ctx, `DELETE FROM did_states`)
 			require.NoError(t, err)
 			require.NoError(t, st.SettingPut(ctx, store.DIDStateFillSetting, nil))
+			if backend == "sqlite" {
+				// Such a database also had the index by suffix, and the store, opened again,
+				// reads through it.
+				_, err = sc.Exec(ctx, `CREATE INDEX did_operations_suffix ON did_operations (suffix)`)
+				require.NoError(t, err)
+				again, err := sqlitestore.Open(ctx, sqlitestore.Config{DataDir: filepath.Dir(st.(*sqlitestore.Store).Path())})
+				require.NoError(t, err)
+				t.Cleanup(again.Close)
+				st = again
+			}
 
 			// A fill stopped after its first page.
 			cut, cancel := context.WithCancel(ctx)

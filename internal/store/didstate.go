@@ -3,10 +3,23 @@ package store
 import "context"
 
 // DIDState is a DID's state as the per-DID index keeps it beside the DID's operations: the
-// binary form of a sidetree.StateRecord, which the store stores and never reads.
+// binary form of a sidetree.StateRecord, which the store stores and never reads, and where the
+// DID's operations were anchored.
 type DIDState struct {
 	Suffix string
 	State  []byte
+	// Positions name the DID's rows of the per-DID index (DIDOperationInsertMany), in anchor
+	// order: every one, whether its operation applies or not. A backend that keeps no index of
+	// those rows by suffix (SQLite, for a database first indexed by this version) finds a DID's
+	// operations, its anchors and the DID itself through them; one that does may ignore them.
+	Positions []DIDPosition
+}
+
+// DIDPosition is where one of a DID's operations was anchored: its anchor's sequence number and
+// its index in the batch, the key of its row in the per-DID index.
+type DIDPosition struct {
+	AnchorSeq int64
+	Index     int
 }
 
 // DIDStateFillSetting names the setting that says the states of DIDs indexed before did_states
@@ -23,7 +36,7 @@ const DIDStateFillSetting = "did_states_fill"
 // locks the rest (DIDStateLockMany), both in suffix order, so that they take turns on each DID
 // and never deadlock, and the later one computes from what the earlier one committed.
 type DIDStateExecutor interface {
-	// DIDStateGet returns the stored state of a DID, or ErrNotFound.
+	// DIDStateGet returns the stored state of a DID (DIDState.State), or ErrNotFound.
 	DIDStateGet(ctx context.Context, suffix string) ([]byte, error)
 	// DIDStateGetMany returns the stored states of those of suffixes that have one.
 	DIDStateGetMany(ctx context.Context, suffixes []string) (map[string][]byte, error)

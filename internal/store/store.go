@@ -159,16 +159,24 @@ type Executor interface {
 
 	// DIDOperationInsertMany adds anchored operations to the per-DID index, without their
 	// requests (DIDOperation.Request); rows already present (same suffix, anchor and index) are
-	// left alone.
+	// left alone. The rows of a DID are found by the positions its state names (DIDState): the
+	// observer stores the DID's state with the new positions in the same transaction.
 	DIDOperationInsertMany(ctx context.Context, ops []DIDOperation) error
 	// DIDOperationList returns a DID's anchored operations in anchor order, with their anchors'
-	// origin and anchor string, and the request of rows indexed while the index still kept it.
+	// origin and anchor string, and the request of rows indexed while the index still kept it:
+	// the rows its stored state names. A backend with an index by suffix lists every row of the
+	// suffix instead, so rows a transaction inserted before it stored the DID's state may or may
+	// not be listed inside it; such a caller adds its own (observer.replayState).
 	DIDOperationList(ctx context.Context, suffix string) ([]DIDOperation, error)
 	// DIDOperationLists is DIDOperationList for several DIDs at once: the operations of each
 	// suffix that has any, in anchor order; a suffix with none is absent from the map.
 	DIDOperationLists(ctx context.Context, suffixes []string) (map[string][]DIDOperation, error)
-	// DIDSuffixList pages through the distinct suffixes of the per-DID index in suffix order.
-	DIDSuffixList(ctx context.Context, after string, limit int) ([]string, error)
+	// DIDSuffixList pages through the suffixes of the per-DID index: up to limit of them after
+	// the cursor after ("" to start), and the cursor to continue from, which the caller keeps
+	// and never reads (it survives a restart of the same database); none when none are left.
+	// The order is the backend's: one that reads the index in anchor order lists a DID once
+	// per operation.
+	DIDSuffixList(ctx context.Context, after string, limit int) (suffixes []string, next string, err error)
 	// DIDLastAnchors returns, for each suffix that has anchored operations, the sequence number
 	// of its latest anchor.
 	DIDLastAnchors(ctx context.Context, suffixes []string) (map[string]int64, error)

@@ -210,15 +210,19 @@ func (e executor) DIDLastAnchors(ctx context.Context, suffixes []string) (map[st
 	return out, nil
 }
 
-// DIDSuffixList implements store.Executor.
-func (e executor) DIDSuffixList(ctx context.Context, after string, limit int) ([]string, error) {
+// DIDSuffixList implements store.Executor: the distinct suffixes in suffix order, the cursor
+// the last of them.
+func (e executor) DIDSuffixList(ctx context.Context, after string, limit int) ([]string, string, error) {
 	rows, err := e.q.Query(ctx, qDIDSuffixList, after, limit)
 	if err != nil {
-		return nil, fmt.Errorf("list DID suffixes: %w", err)
+		return nil, "", fmt.Errorf("list DID suffixes: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("list DID suffixes: %w", err)
+		return nil, "", fmt.Errorf("list DID suffixes: %w", err)
 	}
-	return out, nil
+	if len(out) == 0 {
+		return nil, after, nil
+	}
+	return out, out[len(out)-1], nil
 }

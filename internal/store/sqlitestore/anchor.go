@@ -185,6 +185,13 @@ func (e executor) DIDOperationList(ctx context.Context, suffix string) ([]store.
 		return nil, fmt.Errorf("list operations of %s: %w", suffix, err)
 	}
 	ctx = context.WithoutCancel(ctx)
+	if !e.bySuffix {
+		out, err := e.listByPositions(ctx, suffix)
+		if err != nil {
+			return nil, fmt.Errorf("list operations of %s: %w", suffix, err)
+		}
+		return out, nil
+	}
 	var rows *sql.Rows
 	var err error
 	if e.didOps != nil {
@@ -234,6 +241,13 @@ const maxInList = 1000
 
 // DIDLastAnchors implements store.Executor.
 func (e executor) DIDLastAnchors(ctx context.Context, suffixes []string) (map[string]int64, error) {
+	if !e.bySuffix {
+		out, err := e.lastAnchorsByPositions(ctx, suffixes)
+		if err != nil {
+			return nil, fmt.Errorf("last anchors of %d DIDs: %w", len(suffixes), err)
+		}
+		return out, nil
+	}
 	out := make(map[string]int64)
 	for start := 0; start < len(suffixes); start += maxInList {
 		chunk := suffixes[start:min(start+maxInList, len(suffixes))]
@@ -264,25 +278,36 @@ func (e executor) DIDLastAnchors(ctx context.Context, suffixes []string) (map[st
 	return out, nil
 }
 
-// DIDSuffixList implements store.Executor.
-func (e executor) DIDSuffixList(ctx context.Context, after string, limit int) ([]string, error) {
+// DIDSuffixList implements store.Executor: through the suffix index, each suffix once and the
+// cursor the last of them; without it, in anchor order.
+func (e executor) DIDSuffixList(ctx context.Context, after string, limit int) ([]string, string, error) {
+	if !e.bySuffix {
+		out, next, err := e.suffixesInAnchorOrder(ctx, after, limit)
+		if err != nil {
+			return nil, "", fmt.Errorf("list DID suffixes: %w", err)
+		}
+		return out, next, nil
+	}
 	rows, err := e.r.QueryContext(ctx, qDIDSuffixList, after, limit)
 	if err != nil {
-		return nil, fmt.Errorf("list DID suffixes: %w", err)
+		return nil, "", fmt.Errorf("list DID suffixes: %w", err)
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
 		var s string
 		if err := rows.Scan(&s); err != nil {
-			return nil, fmt.Errorf("list DID suffixes: %w", err)
+			return nil, "", fmt.Errorf("list DID suffixes: %w", err)
 		}
 		out = append(out, s)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list DID suffixes: %w", err)
+		return nil, "", fmt.Errorf("list DID suffixes: %w", err)
 	}
-	return out, nil
+	if len(out) == 0 {
+		return nil, after, nil
+	}
+	return out, out[len(out)-1], nil
 }
 
 // nullString stores "" as NULL: unique indexes then admit any number of rows without a value.

@@ -65,16 +65,15 @@ const statesPerInsert = 200
 func (e executor) DIDStateInsertMany(ctx context.Context, states []store.DIDState) (map[string]bool, error) {
 	states = sortedStates(states)
 	out := make(map[string]bool, len(states))
-	err := e.batch(ctx, func(tx *sql.Tx) error {
-		for start := 0; start < len(states); start += statesPerInsert {
-			chunk := states[start:min(start+statesPerInsert, len(states))]
-			q, args := stateRows(qDIDStateInsert, chunk)
-			err := executor{r: tx}.scanStates(ctx, q, args, func(suffix string, _ []byte) { out[suffix] = true })
-			if err != nil {
+	err := e.writeStates(ctx, qDIDStateInsert, states, func(rows *sql.Rows) error {
+		for rows.Next() {
+			var suffix string
+			if err := rows.Scan(&suffix); err != nil {
 				return err
 			}
+			out[suffix] = true
 		}
-		return nil
+		return rows.Err()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("insert states of %d DIDs: %w", len(states), err)
@@ -84,20 +83,76 @@ func (e executor) DIDStateInsertMany(ctx context.Context, states []store.DIDStat
 
 // DIDStatePutMany implements store.Executor.
 func (e executor) DIDStatePutMany(ctx context.Context, states []store.DIDState) error {
-	states = sortedStates(states)
-	err := e.batch(ctx, func(tx *sql.Tx) error {
+	if err := e.writeStates(ctx, qDIDStatePut, sortedStates(states), nil); err != nil {
+		return fmt.Errorf("put states of %d DIDs: %w", len(states), err)
+	}
+	return nil
+}
+
+// writeStates runs q, completed with one row of values per state, for states in chunks; scan
+// reads what each chunk returns (nil: it returns nothing). As DIDOperationInsertMany does, the
+// statement of a full chunk is prepared once per call.
+func (e executor) writeStates(ctx context.Context, q string, states []store.DIDState, scan func(*sql.Rows) error) error {
+	return e.batch(ctx, func(tx *sql.Tx) error {
+		var full *sql.Stmt
+		defer func() {
+			if full != nil {
+				_ = full.Close()
+			}
+		}()
+		args := make([]any, 0, 3*min(statesPerInsert, len(states)))
 		for start := 0; start < len(states); start += statesPerInsert {
-			q, args := stateRows(qDIDStatePut, states[start:min(start+statesPerInsert, len(states))])
-			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			chunk := states[start:min(start+statesPerInsert, len(states))]
+			args = stateArgs(args[:0], chunk)
+			var rows *sql.Rows
+			var err error
+			switch {
+			case len(chunk) < statesPerInsert:
+				rows, err = tx.QueryContext(ctx, stateRows(q, len(chunk)), args...)
+			case full == nil:
+				if full, err = tx.PrepareContext(ctx, stateRows(q, statesPerInsert)); err != nil {
+					return err
+				}
+				fallthrough
+			default:
+				rows, err = full.QueryContext(ctx, args...)
+			}
+			if err != nil {
+				return err
+			}
+			if scan != nil {
+				err = scan(rows)
+			}
+			if cerr := rows.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("put states of %d DIDs: %w", len(states), err)
+}
+
+// stateArgs appends the values of states' rows to args.
+func stateArgs(args []any, states []store.DIDState) []any {
+	for _, s := range states {
+		state := s.State
+		if state == nil {
+			state = []byte{} // nil would be NULL
+		}
+		var positions []byte // NULL when it names none
+		if len(s.Positions) > 0 {
+			positions = appendPositions(nil, s.Positions)
+		}
+		args = append(args, s.Suffix, state, positions)
 	}
-	return nil
+	return args
+}
+
+// stateRows completes q with n rows of values.
+func stateRows(q string, n int) string {
+	return fmt.Sprintf(q, strings.TrimSuffix(strings.Repeat("(?, ?, ?),", n), ","))
 }
 
 // sortedStates returns states in suffix order (a copy when they were not).
@@ -109,19 +164,6 @@ func sortedStates(states []store.DIDState) []store.DIDState {
 	states = slices.Clone(states)
 	slices.SortFunc(states, byID)
 	return states
-}
-
-// stateRows completes q with one "(?, ?)" per state.
-func stateRows(q string, states []store.DIDState) (string, []any) {
-	args := make([]any, 0, 2*len(states))
-	for _, s := range states {
-		state := s.State
-		if state == nil {
-			state = []byte{} // nil would be NULL
-		}
-		args = append(args, s.Suffix, state)
-	}
-	return fmt.Sprintf(q, strings.TrimSuffix(strings.Repeat("(?, ?),", len(states)), ",")), args
 }
 
 // scanStates runs q and calls fn with each row's suffix and, when selected, state.

@@ -18,7 +18,19 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.applyMigrations(ctx, ms)
+	return s.upgrade(ctx, ms)
+}
+
+// upgrade applies ms, then settles how the per-DID index is read (keepsSuffixIndex).
+func (s *Store) upgrade(ctx context.Context, ms []store.Migration) error {
+	if err := s.applyMigrations(ctx, ms); err != nil {
+		return err
+	}
+	var err error
+	if s.bySuffix, err = keepsSuffixIndex(ctx, s.writer); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
 }
 
 // applyMigrations applies, in order, every migration not yet recorded, all in one write

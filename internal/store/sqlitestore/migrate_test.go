@@ -33,7 +33,7 @@ func TestIndexByAnchorKeepsIndexedOperations(t *testing.T) {
 		{Suffix: "a", AnchorSeq: 2, Index: 0, Type: "update", Request: []byte(`{"a":2}`)},
 	}
 	indexedBefore(t, s, old)
-	require.NoError(t, s.applyMigrations(ctx, ms))
+	require.NoError(t, s.upgrade(ctx, ms))
 
 	got, err := s.DIDOperationList(ctx, "a")
 	require.NoError(t, err)
@@ -64,7 +64,7 @@ func TestDIDStatesMigrationAsksForAFill(t *testing.T) {
 		if indexed {
 			indexedBefore(t, s, []store.DIDOperation{{Suffix: "a", AnchorSeq: 1, Type: "create", Request: []byte(`{}`)}})
 		}
-		require.NoError(t, s.applyMigrations(ctx, ms))
+		require.NoError(t, s.upgrade(ctx, ms))
 		v, err := s.SettingGet(ctx, store.DIDStateFillSetting)
 		if !indexed {
 			require.ErrorIs(t, err, store.ErrNotFound)
@@ -84,12 +84,15 @@ func TestRowsIndexedBeforeKeepTheirRequests(t *testing.T) {
 	ctx := context.Background()
 	ms, err := Migrations()
 	require.NoError(t, err)
-	s := migratedTo(t, ms)
+	i := slices.IndexFunc(ms, func(m store.Migration) bool { return m.Version == 30 })
+	require.Positive(t, i, "migration 30 exists")
+	s := migratedTo(t, ms[:i])
 	old := []store.DIDOperation{
 		{Suffix: "a", AnchorSeq: 1, Index: 0, Type: "create", Request: []byte(`{"a":0}`)},
 		{Suffix: "b", AnchorSeq: 1, Index: 1, Type: "create", Request: []byte(`{"b":1}`)},
 	}
 	indexedBefore(t, s, old)
+	require.NoError(t, s.upgrade(ctx, ms))
 	require.NoError(t, s.DIDOperationInsertMany(ctx, []store.DIDOperation{
 		{Suffix: "a", AnchorSeq: 2, Index: 0, Type: "update", Request: []byte(`{"a":2}`)},
 	}))
@@ -100,6 +103,64 @@ func TestRowsIndexedBeforeKeepTheirRequests(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, got, lists["a"])
 	require.Equal(t, []store.DIDOperation{old[1]}, lists["b"])
+}
+
+// TestSuffixIndexIsKeptOnlyWhereRowsNeedIt: a new database finds a DID's rows through its
+// state and has no index by suffix; one that indexed operations before migration 30 keeps the
+// index and reads through it (its older states name no positions), and states it stores from
+// then on name theirs.
+func TestSuffixIndexIsKeptOnlyWhereRowsNeedIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ms, err := Migrations()
+	require.NoError(t, err)
+	i := slices.IndexFunc(ms, func(m store.Migration) bool { return m.Version == 30 })
+	require.Positive(t, i, "migration 30 exists")
+	hasIndex := func(s *Store) bool {
+		var n int
+		require.NoError(t, s.writer.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE name = 'did_operations_suffix'`).Scan(&n))
+		return n == 1
+	}
+
+	fresh, err := Open(ctx, Config{DataDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(fresh.Close)
+	require.False(t, hasIndex(fresh), "a new database")
+	require.False(t, fresh.bySuffix)
+
+	empty := migratedTo(t, ms[:i])
+	require.True(t, hasIndex(empty))
+	require.NoError(t, empty.upgrade(ctx, ms))
+	require.False(t, hasIndex(empty), "an older database that indexed nothing")
+	require.False(t, empty.bySuffix)
+
+	s := migratedTo(t, ms[:i])
+	old := []store.DIDOperation{{Suffix: "a", AnchorSeq: 1, Index: 0, Type: "create", Request: []byte(`{"a":0}`)}}
+	indexedBefore(t, s, old)
+	_, err = s.writer.ExecContext(ctx, `INSERT INTO did_states (suffix, state) VALUES ('a', x'01')`)
+	require.NoError(t, err)
+	require.NoError(t, s.upgrade(ctx, ms))
+	require.True(t, hasIndex(s), "an older database with operations")
+	require.True(t, s.bySuffix)
+	got, err := s.DIDOperationList(ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, old, got, "found by the suffix index: the state names no positions")
+
+	next := store.DIDOperation{Suffix: "a", AnchorSeq: 2, Index: 5, Type: "update"}
+	require.NoError(t, s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+		if err := tx.DIDOperationInsertMany(ctx, []store.DIDOperation{next}); err != nil {
+			return err
+		}
+		return tx.DIDStatePutMany(ctx, []store.DIDState{{Suffix: "a", State: []byte{2}, Positions: []store.DIDPosition{{AnchorSeq: 1}, {AnchorSeq: 2, Index: 5}}}})
+	}))
+	var positions []byte
+	require.NoError(t, s.writer.QueryRowContext(ctx, `SELECT positions FROM did_states WHERE suffix = 'a'`).Scan(&positions))
+	decoded, err := decodePositions(positions)
+	require.NoError(t, err)
+	require.Equal(t, []store.DIDPosition{{AnchorSeq: 1}, {AnchorSeq: 2, Index: 5}}, decoded)
+	got, err = s.DIDOperationList(ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, []store.DIDOperation{old[0], next}, got)
 }
 
 // TestCASPutGivesOldContentItsDigest: content stored before migration 27 kept no sha2-256
@@ -115,7 +176,7 @@ func TestCASPutGivesOldContentItsDigest(t *testing.T) {
 	data := []byte("a batch file stored before digests were kept")
 	_, err = s.writer.ExecContext(ctx, `INSERT INTO cas_objects (cid, data, size, created_at) VALUES (?, ?, ?, 0)`, "QmOld", data, len(data))
 	require.NoError(t, err)
-	require.NoError(t, s.applyMigrations(ctx, ms))
+	require.NoError(t, s.upgrade(ctx, ms))
 	sum := sha256.Sum256(data)
 	_, err = s.CASGetBySHA256(ctx, sum[:])
 	require.ErrorIs(t, err, store.ErrNotFound, "stored before the digest was kept")

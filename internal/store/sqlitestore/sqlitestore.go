@@ -202,13 +202,17 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// Prepared once (database/sql then prepares it once per reader connection): the driver
 	// prepares every query string afresh, and for resolution, a one-row indexed read, SQLite's
 	// parsing and planning cost about as much as the read.
-	if s.didOps, err = reader.PrepareContext(ctx, qDIDOperationList); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("open sqlite store: prepare: %w", err)
+	prepare := map[**sql.Stmt]string{&s.didState: qDIDStateGet}
+	if s.bySuffix {
+		prepare[&s.didOps] = qDIDOperationList
+	} else {
+		prepare[&s.didPositions], prepare[&s.didOpAt] = qDIDPositions, qDIDOperationAt
 	}
-	if s.didState, err = reader.PrepareContext(ctx, qDIDStateGet); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("open sqlite store: prepare: %w", err)
+	for stmt, q := range prepare {
+		if *stmt, err = reader.PrepareContext(ctx, q); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open sqlite store: prepare: %w", err)
+		}
 	}
 	// SQLite creates the -wal and -shm files with the database's mode; tighten any that an
 	// older version left readable.
@@ -295,11 +299,10 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close implements store.Store.
 func (s *Store) Close() {
-	if s.didOps != nil {
-		_ = s.didOps.Close()
-	}
-	if s.didState != nil {
-		_ = s.didState.Close()
+	for _, stmt := range []*sql.Stmt{s.didOps, s.didState, s.didPositions, s.didOpAt} {
+		if stmt != nil {
+			_ = stmt.Close()
+		}
 	}
 	_ = s.reader.Close()
 	if s.ckptDB != nil {
@@ -377,7 +380,7 @@ func (s *Store) inTx(ctx context.Context, db beginner, fn func(ctx context.Conte
 		return nil, fmt.Errorf("begin: %w", err)
 	}
 	hctx, hooks := store.BeginCommitHooks(ctx)
-	if err := fn(hctx, executor{w: tx, r: tx}); err != nil {
+	if err := fn(hctx, executor{w: tx, r: tx, bySuffix: s.bySuffix}); err != nil {
 		_ = tx.Rollback()
 		return nil, err
 	}
@@ -398,10 +401,16 @@ type querier interface {
 type executor struct {
 	w querier
 	r querier
-	// didOps is qDIDOperationList and didState qDIDStateGet, prepared on the read pool; nil
+	// bySuffix says the per-DID index is read through did_operations_suffix (a database
+	// indexed before migration 30), not through the positions of the DIDs' states.
+	bySuffix bool
+	// didOps is qDIDOperationList (bySuffix only), didState qDIDStateGet, didPositions
+	// qDIDPositions and didOpAt qDIDOperationAt (not bySuffix), prepared on the read pool; nil
 	// inside a transaction.
-	didOps   *sql.Stmt
-	didState *sql.Stmt
+	didOps       *sql.Stmt
+	didState     *sql.Stmt
+	didPositions *sql.Stmt
+	didOpAt      *sql.Stmt
 }
 
 // Now implements store.Executor. An embedded store has one process, so its clock is the

@@ -133,7 +133,7 @@ func exerciseAnchorLinks(t *testing.T, setup setupFunc) {
 		mine := localAnchor(t, s, store.AnchorCompleted)
 		later := localAnchor(t, s, store.AnchorCompleted)
 		require.NoError(t, s.AnchorMarkPublished(ctx, mine.Seq, "hl:mine"))
-		require.NoError(t, s.DIDOperationInsertMany(ctx, []store.DIDOperation{
+		require.NoError(t, new(Indexer).Index(ctx, s, []store.DIDOperation{
 			{Suffix: "did1", AnchorSeq: f.Seq, Index: 0, Type: "create", Request: []byte("c1")},
 			{Suffix: "did2", AnchorSeq: f.Seq, Index: 1, Type: "create", Request: []byte("c2")},
 			{Suffix: "did1", AnchorSeq: mine.Seq, Index: 0, Type: "update", Request: []byte("u1"), Origin: "ignored"},

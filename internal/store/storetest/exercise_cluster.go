@@ -209,7 +209,7 @@ func exerciseAnchoredOps(t *testing.T, setup setupFunc) {
 		indexed := make(chan error, 1)
 		go func() {
 			indexed <- s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
-				if err := tx.DIDOperationInsertMany(ctx, []store.DIDOperation{{Suffix: "did-e", AnchorSeq: a.Seq, Type: "update", Request: []byte("u1")}}); err != nil {
+				if err := new(Indexer).Index(ctx, tx, []store.DIDOperation{{Suffix: "did-e", AnchorSeq: a.Seq, Type: "update", Request: []byte("u1")}}); err != nil {
 					return err
 				}
 				if err := tx.DIDPendingRelease(ctx, []store.DIDPendingKey{{Suffix: "did-e", OpID: "op-1"}}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -198,7 +199,7 @@ func exercisePipeline(t *testing.T, setup setupFunc) {
 			{Suffix: "EiB", AnchorSeq: 1, Index: 4, Type: "create", Request: []byte("c2")},
 			{Suffix: "EiA", AnchorSeq: 5, Index: 1, Type: "recover", Request: []byte("r")},
 		}
-		require.NoError(t, s.DIDOperationInsertMany(ctx, ops))
+		require.NoError(t, new(Indexer).Index(ctx, s, ops))
 		require.NoError(t, s.DIDOperationInsertMany(ctx, ops[:2]), "re-observing is harmless")
 		list, err := s.DIDOperationList(ctx, "EiA")
 		require.NoError(t, err)
@@ -224,12 +225,27 @@ func exercisePipeline(t *testing.T, setup setupFunc) {
 		require.NoError(t, err)
 		require.Empty(t, lists)
 
-		all, err := s.DIDSuffixList(ctx, "", 10)
+		// Page by page, with the cursor each page returns, every suffix comes: once, or once per
+		// operation for a backend that lists them in anchor order.
+		var all []string
+		for after, pages := "", 0; ; pages++ {
+			require.Less(t, pages, 10, "the cursor moves on")
+			page, next, err := s.DIDSuffixList(ctx, after, 1)
+			require.NoError(t, err)
+			if len(page) == 0 {
+				require.Equal(t, after, next, "the end keeps the cursor")
+				break
+			}
+			require.Len(t, page, 1)
+			all, after = append(all, page...), next
+		}
+		require.Subset(t, []string{"EiA", "EiA", "EiA", "EiB"}, all)
+		slices.Sort(all)
+		require.Equal(t, []string{"EiA", "EiB"}, slices.Compact(all))
+		all, _, err = s.DIDSuffixList(ctx, "", 10)
 		require.NoError(t, err)
-		require.Equal(t, []string{"EiA", "EiB"}, all, "distinct, in order")
-		rest, err := s.DIDSuffixList(ctx, "EiA", 10)
-		require.NoError(t, err)
-		require.Equal(t, []string{"EiB"}, rest)
+		require.Contains(t, all, "EiA")
+		require.Contains(t, all, "EiB")
 
 		last, err := s.DIDLastAnchors(ctx, []string{"EiA", "EiB", "EiZ"})
 		require.NoError(t, err)
@@ -243,7 +259,7 @@ func exercisePipeline(t *testing.T, setup setupFunc) {
 			suffixes = append(suffixes, sfx)
 			many = append(many, store.DIDOperation{Suffix: sfx, AnchorSeq: int64(10 + i%3), Index: i, Type: "create", Request: []byte("x")})
 		}
-		require.NoError(t, s.DIDOperationInsertMany(ctx, many))
+		require.NoError(t, new(Indexer).Index(ctx, s, many))
 		last, err = s.DIDLastAnchors(ctx, suffixes)
 		require.NoError(t, err)
 		require.Len(t, last, 2500)
@@ -257,7 +273,7 @@ func exercisePipeline(t *testing.T, setup setupFunc) {
 		f, err := foreignAnchor(t, s, originA, "hl:"+randomName("carry"))
 		require.NoError(t, err)
 		mine := localAnchor(t, s, store.AnchorCompleted)
-		require.NoError(t, s.DIDOperationInsertMany(ctx, []store.DIDOperation{
+		require.NoError(t, new(Indexer).Index(ctx, s, []store.DIDOperation{
 			{Suffix: "EiC", AnchorSeq: f.Seq, Index: 0, Type: "create", Request: []byte("c"), Origin: "ignored", AnchorString: "ignored"},
 			{Suffix: "EiC", AnchorSeq: mine.Seq, Index: 2, Type: "deactivate"},
 		}))

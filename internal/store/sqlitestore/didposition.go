@@ -1,0 +1,273 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/anchord/anchord/internal/store"
+)
+
+// The per-DID index without an index by suffix (migration 30): a DID's rows of did_operations
+// are the positions its did_states row names. Each create then makes one insert in random key
+// order (its state) and appends its operation's row at the end of did_operations.
+
+const (
+	qDIDSuffixIndexExists = `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'did_operations_suffix')`
+	qDIDOperationsEmpty   = `SELECT NOT EXISTS (SELECT 1 FROM did_operations)`
+	qDIDSuffixIndexDrop   = `DROP INDEX did_operations_suffix`
+
+	qDIDPositions = `SELECT positions FROM did_states WHERE suffix = ?`
+	// qDIDPositionsMany is completed with one placeholder per suffix.
+	qDIDPositionsMany = `SELECT suffix, positions FROM did_states WHERE suffix IN (%s) AND positions IS NOT NULL`
+	qDIDOperationAt   = `SELECT d.suffix, d.op_type, d.request, COALESCE(a.origin, ''), COALESCE(a.anchor_string, '')
+		FROM did_operations d LEFT JOIN anchors a ON a.seq = d.anchor_seq
+		WHERE d.anchor_seq = ? AND d.op_index = ?`
+	qDIDOperationScan = `SELECT anchor_seq, op_index, suffix FROM did_operations
+		WHERE (anchor_seq, op_index) > (?, ?) ORDER BY anchor_seq, op_index LIMIT ?`
+	// qAnchorHashlinks is completed with one placeholder per sequence number.
+	qAnchorHashlinks = `SELECT seq, COALESCE(hashlink, '') FROM anchors WHERE seq IN (%s)`
+)
+
+// keepsSuffixIndex reports whether the database reads the per-DID index through
+// did_operations_suffix: one indexed before migration 30 does. The index of one that has
+// indexed nothing yet is dropped.
+func keepsSuffixIndex(ctx context.Context, db *sql.DB) (bool, error) {
+	var exists, empty bool
+	if err := db.QueryRowContext(ctx, qDIDSuffixIndexExists).Scan(&exists); err != nil {
+		return false, fmt.Errorf("look for the suffix index: %w", err)
+	}
+	if !exists {
+		return false, nil
+	}
+	if err := db.QueryRowContext(ctx, qDIDOperationsEmpty).Scan(&empty); err != nil {
+		return false, fmt.Errorf("look for the suffix index: %w", err)
+	}
+	if !empty {
+		return true, nil
+	}
+	if _, err := db.ExecContext(ctx, qDIDSuffixIndexDrop); err != nil {
+		return false, fmt.Errorf("drop the suffix index: %w", err)
+	}
+	return false, nil
+}
+
+// appendPositions encodes positions, in anchor order, as the difference of each anchor's
+// sequence number from the previous one's and the index, both as unsigned varints: a DID with
+// one operation takes four to six bytes.
+func appendPositions(b []byte, positions []store.DIDPosition) []byte {
+	var last int64
+	for _, p := range positions {
+		b = binary.AppendUvarint(b, uint64(p.AnchorSeq-last))
+		b = binary.AppendUvarint(b, uint64(p.Index))
+		last = p.AnchorSeq
+	}
+	return b
+}
+
+// errPositions is a positions column that does not decode.
+var errPositions = errors.New("positions do not decode")
+
+// decodePositions is the inverse of appendPositions.
+func decodePositions(b []byte) ([]store.DIDPosition, error) {
+	var out []store.DIDPosition
+	var last int64
+	for len(b) > 0 {
+		d, n := binary.Uvarint(b)
+		if n <= 0 {
+			return nil, errPositions
+		}
+		b = b[n:]
+		i, n := binary.Uvarint(b)
+		if n <= 0 || i > 1<<31 {
+			return nil, errPositions
+		}
+		b = b[n:]
+		last += int64(d)
+		out = append(out, store.DIDPosition{AnchorSeq: last, Index: int(i)})
+	}
+	return out, nil
+}
+
+// positionsOf returns the positions suffix's state names; none for a DID without a state.
+func (e executor) positionsOf(ctx context.Context, suffix string) ([]store.DIDPosition, error) {
+	var row *sql.Row
+	if e.didPositions != nil {
+		row = e.didPositions.QueryRowContext(ctx, suffix)
+	} else {
+		row = e.r.QueryRowContext(ctx, qDIDPositions, suffix)
+	}
+	var b []byte
+	if err := row.Scan(&b); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return decodePositions(b)
+}
+
+// positionsOfMany is positionsOf for several suffixes: those with a state that names positions.
+func (e executor) positionsOfMany(ctx context.Context, suffixes []string) (map[string][]store.DIDPosition, error) {
+	out := make(map[string][]store.DIDPosition, len(suffixes))
+	for start := 0; start < len(suffixes); start += maxInList {
+		chunk := suffixes[start:min(start+maxInList, len(suffixes))]
+		args := make([]any, len(chunk))
+		for i, s := range chunk {
+			args[i] = s
+		}
+		err := e.collect(ctx, fmt.Sprintf(qDIDPositionsMany, placeholders(len(chunk))), args, func(rows *sql.Rows) error {
+			var s string
+			var b []byte
+			if err := rows.Scan(&s, &b); err != nil {
+				return err
+			}
+			pos, err := decodePositions(b)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s, err)
+			}
+			if len(pos) > 0 {
+				out[s] = pos
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// listByPositions is DIDOperationList through the DID's state.
+func (e executor) listByPositions(ctx context.Context, suffix string) ([]store.DIDOperation, error) {
+	positions, err := e.positionsOf(ctx, suffix)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.DIDOperation
+	for _, p := range positions {
+		var row *sql.Row
+		if e.didOpAt != nil {
+			row = e.didOpAt.QueryRowContext(ctx, p.AnchorSeq, p.Index)
+		} else {
+			row = e.r.QueryRowContext(ctx, qDIDOperationAt, p.AnchorSeq, p.Index)
+		}
+		op := store.DIDOperation{AnchorSeq: p.AnchorSeq, Index: p.Index}
+		if err := row.Scan(&op.Suffix, &op.Type, &op.Request, &op.Origin, &op.AnchorString); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil, fmt.Errorf("operation %d/%d named by the state has no row", p.AnchorSeq, p.Index)
+			}
+			return nil, err
+		}
+		if op.Suffix != suffix {
+			return nil, fmt.Errorf("operation %d/%d named by the state is of %s", p.AnchorSeq, p.Index, op.Suffix)
+		}
+		if len(op.Request) == 0 {
+			op.Request = nil // not kept: rebuilt from the batch files
+		}
+		out = append(out, op)
+	}
+	return out, nil
+}
+
+// lastAnchorsByPositions is DIDLastAnchors through the DIDs' states.
+func (e executor) lastAnchorsByPositions(ctx context.Context, suffixes []string) (map[string]int64, error) {
+	positions, err := e.positionsOfMany(ctx, suffixes)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(positions))
+	for s, pos := range positions {
+		out[s] = pos[len(pos)-1].AnchorSeq
+	}
+	return out, nil
+}
+
+// latestAnchorsByPositions is DIDLatestAnchors through the DIDs' states.
+func (e executor) latestAnchorsByPositions(ctx context.Context, suffixes []string, beforeSeq int64) (map[string]store.AnchorRef, error) {
+	positions, err := e.positionsOfMany(ctx, suffixes)
+	if err != nil {
+		return nil, err
+	}
+	latest := make(map[string]int64, len(positions))
+	seqs := make(map[int64]bool)
+	for s, pos := range positions {
+		for i := len(pos) - 1; i >= 0; i-- {
+			if pos[i].AnchorSeq < beforeSeq {
+				latest[s] = pos[i].AnchorSeq
+				seqs[pos[i].AnchorSeq] = true
+				break
+			}
+		}
+	}
+	hashlinks := make(map[int64]string, len(seqs))
+	args := make([]any, 0, min(len(seqs), maxInList))
+	query := func() error {
+		if len(args) == 0 {
+			return nil
+		}
+		err := e.collect(ctx, fmt.Sprintf(qAnchorHashlinks, placeholders(len(args))), args, func(rows *sql.Rows) error {
+			var seq int64
+			var h string
+			if err := rows.Scan(&seq, &h); err != nil {
+				return err
+			}
+			hashlinks[seq] = h
+			return nil
+		})
+		args = args[:0]
+		return err
+	}
+	for seq := range seqs {
+		if args = append(args, seq); len(args) == maxInList {
+			if err := query(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := query(); err != nil {
+		return nil, err
+	}
+	out := make(map[string]store.AnchorRef, len(latest))
+	for s, seq := range latest {
+		if h, ok := hashlinks[seq]; ok { // an anchor the join would not find is left out, as the join does
+			out[s] = store.AnchorRef{Seq: seq, Hashlink: h}
+		}
+	}
+	return out, nil
+}
+
+// suffixesInAnchorOrder is DIDSuffixList over did_operations in key order: the cursor is the
+// last row's "<anchor_seq>/<op_index>".
+func (e executor) suffixesInAnchorOrder(ctx context.Context, after string, limit int) ([]string, string, error) {
+	seq, index := int64(-1), -1
+	if after != "" {
+		a, b, ok := strings.Cut(after, "/")
+		var err1, err2 error
+		seq, err1 = strconv.ParseInt(a, 10, 64)
+		index, err2 = strconv.Atoi(b)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, "", fmt.Errorf("cursor %q is not <anchor>/<index>", after)
+		}
+	}
+	var out []string
+	err := e.collect(ctx, qDIDOperationScan, []any{seq, index, limit}, func(rows *sql.Rows) error {
+		var s string
+		if err := rows.Scan(&seq, &index, &s); err != nil {
+			return err
+		}
+		out = append(out, s)
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	if len(out) == 0 {
+		return nil, after, nil
+	}
+	return out, strconv.FormatInt(seq, 10) + "/" + strconv.Itoa(index), nil
+}

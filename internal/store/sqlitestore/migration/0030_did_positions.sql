@@ -1,0 +1,8 @@
+-- Where each DID's operations were anchored (store.DIDState.Positions), beside its state: with
+-- it the per-DID index needs no second ordering by suffix. Each create inserted into two
+-- B-trees in random (suffix) order, did_operations_suffix and did_states, and each dirtied a
+-- page per create in the observer's commits, inside SQLite's one writer that every other commit
+-- waits for; now a DID's rows are found through its state. A database with operations indexed
+-- before this keeps its suffix index and reads through it (its older states have no positions);
+-- the store drops the index at start while did_operations is still empty.
+ALTER TABLE did_states ADD COLUMN positions BLOB;
