@@ -61,7 +61,7 @@ func (c *Config) params() []param.Param {
 		param.Duration(&c.LedgerStatusPollInterval, "ledger-status-poll-interval", "interval of the ledger status poller task"),
 		param.Int(&c.LedgerStatusPageSize, "ledger-status-page-size", "submitted batches the poller checks per round"),
 		param.Duration(&c.LedgerUnknownGrace, "ledger-unknown-grace", "a submitted batch the ledger does not know after this long is checked again and resubmitted"),
-		param.Int(&c.StateCacheSize, "state-cache-size", "DID states the resolver keeps in memory with their rendered resolution results, about 2 KiB each; resolving a DID not among them reads the database and applies its operations again"),
+		param.Int(&c.StateCacheSize, "state-cache-size", "DID states the resolver keeps in memory with their rendered resolution results, about 1.3 KiB each; resolving a DID not among them reads the database and applies its operations again"),
 		param.Int64(&c.MemoryLimit, "memory-limit", "budget of the process's memory in bytes: the Go runtime's soft limit is this less the embedded database's page caches, so the collector runs more often as the heap nears it instead of letting garbage double the caches' footprint (0: 360 MiB plus 2 KiB per --state-cache-size entry; negative: none, or GOMEMLIMIT when that is set)"),
 		param.String(&c.SQLiteSynchronous, "sqlite-synchronous", "embedded store durability: full (fsync every commit; survives power loss) or normal (survives a killed process, may lose the last commits on power loss)"),
 		param.Int64(&c.SQLiteMmapSize, "sqlite-mmap-size", "bytes of the embedded database read through a memory map (file pages the kernel can drop, counted in RSS); beyond, pages are read into each connection's cache (0: no map)"),

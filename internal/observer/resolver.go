@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -14,23 +15,26 @@ import (
 	"github.com/anchord/anchord/internal/store"
 )
 
-// StateCacheSizeDefault bounds the resolver's state cache (entries, one per DID, about 2 KiB
-// each with its rendering for a DID with one key and one service).
+// StateCacheSizeDefault bounds the resolver's state cache (entries, one per DID, about 1.3 KiB
+// each with its rendering for a DID with one key and one service: BenchmarkStateCacheGC).
 const StateCacheSizeDefault = 100_000
 
 // Resolver resolves DIDs from the per-DID index.
 //
 // The Observer keeps each DID's state beside its operations, computed when they are indexed
 // (did_states, sidetree.StateRecord), so resolving a DID reads one row and decodes it. The
-// Resolver caches the states it decoded, each with a fingerprint of where the DID's operations
-// were anchored; the row is read on every call, and a cached state whose fingerprint still
-// matches is used as it is (with its rendering).
+// Resolver caches the states it read, each with a fingerprint of where the DID's operations
+// were anchored and, once a short-form resolution rendered it, its rendering; the row is read
+// on every call, and the rendering of a cached state whose fingerprint still matches is served
+// as it is.
 //
 // When this process's Observer is the only writer of the index (embedded mode), it tells the
-// Resolver of every write (see Config.Resolver), and a cached state is returned without reading
-// the row at all. Under a mixed load that read was most of the server's CPU: with commits every
-// few milliseconds, SQLite drops each reader connection's page cache at the start of nearly every
-// read, so each lookup walks the B-tree afresh.
+// Resolver of every write (see Config.Resolver), and a cached state is used without reading the
+// row at all: its rendering served, or the state decoded from the bytes kept (~3 µs, which a
+// state kept as objects saved, at the price of the collector marking every cached state's
+// objects at every cycle). Under a mixed load that read was most of the server's CPU: with
+// commits every few milliseconds, SQLite drops each reader connection's page cache at the start
+// of nearly every read, so each lookup walks the B-tree afresh.
 type Resolver struct {
 	profile sidetree.Profile
 	st      store.Executor
@@ -60,13 +64,27 @@ type Resolver struct {
 	epoch     uint64 // advanced by every Invalidate
 }
 
+// cachedState is a cached DID state in a form the collector need not look into: its binary form
+// (sidetree.StateRecord's AppendBinary), which a hit decodes, followed in the same slice by its
+// short-form resolution result once a Resolve rendered it, which a hit serves as it is. A full
+// cache of states as objects was ~1.1 million of them for the collector to mark at every cycle
+// (about 11 per state); this is the key and the slice.
 type cachedState struct {
 	fingerprint uint64
-	state       *sidetree.State
-	// body and status are state's resolution result in short form, once a Resolve rendered it
-	// (nil before): a state never changes once cached, so neither does its rendering.
-	body   []byte
+	data        []byte
+	// record is the length of the binary form at the start of data: 0 where the cache is not
+	// trusted, whose every call reads the row and decodes the state from it anyway. A rendering,
+	// if any, is the rest.
+	record int32
 	status sidetree.ResolutionStatus
+}
+
+// rendering is the kept short-form resolution result; nil when none is.
+func (c *cachedState) rendering() []byte {
+	if len(c.data) == int(c.record) {
+		return nil
+	}
+	return c.data[c.record:]
 }
 
 // NewResolver returns a Resolver. known, when not nil, lets it answer "not anchored" for a DID
@@ -92,34 +110,52 @@ func (r *Resolver) State(ctx context.Context, suffix string) (*sidetree.State, e
 // StateVersion is State plus a version of the DID's anchored history: it changes whenever an
 // operation of the DID is indexed (0 when there is none).
 func (r *Resolver) StateVersion(ctx context.Context, suffix string) (*sidetree.State, uint64, error) {
+	st, fp, _, _, err := r.lookup(ctx, suffix, false)
+	return st, fp, err
+}
+
+// lookup is StateVersion, and when rendered is set and the cache keeps the short-form rendering
+// of the state it would return, that rendering and its status instead of the state (nil then):
+// a short-form resolution served from the cache decodes nothing.
+func (r *Resolver) lookup(ctx context.Context, suffix string, rendered bool) (*sidetree.State, uint64, []byte, sidetree.ResolutionStatus, error) {
 	if r.known != nil && !r.known.MayContain(suffix) {
-		return nil, 0, nil
+		return nil, 0, nil, 0, nil
 	}
 	r.mu.Lock()
 	c, ok := r.cache[suffix]
 	exclusive, epoch := r.exclusive, r.epoch
 	r.mu.Unlock()
 	if ok && exclusive {
-		return c.state, c.fingerprint, nil
+		if body := c.rendering(); rendered && body != nil {
+			return nil, c.fingerprint, body, c.status, nil
+		}
+		if c.record > 0 {
+			// The bytes decoded when they were cached; should they not now, the row is read.
+			if rec, err := sidetree.DecodeStateRecord(suffix, c.data[:c.record]); err == nil {
+				return rec.State, c.fingerprint, nil, 0, nil
+			}
+		}
 	}
-	rec, err := r.record(ctx, suffix)
+	rec, stored, err := r.record(ctx, suffix)
 	if err != nil {
-		return nil, 0, fmt.Errorf("resolve %s: %w", suffix, err)
+		return nil, 0, nil, 0, fmt.Errorf("resolve %s: %w", suffix, err)
 	}
 	if rec == nil {
-		return nil, 0, nil
+		return nil, 0, nil, 0, nil
 	}
 	fp := fingerprint(rec.Positions)
-	if ok && c.fingerprint == fp {
-		return c.state, fp, nil
+	if ok && c.fingerprint == fp && (c.record > 0 || !exclusive) {
+		if body := c.rendering(); rendered && body != nil {
+			return nil, fp, body, c.status, nil
+		}
+		return rec.State, fp, nil, 0, nil
 	}
-	state := rec.State
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.exclusive && r.epoch != epoch {
 		// An index write began since the rows were read: they may be stale, and a stale entry
 		// would be trusted. The next call reads again.
-		return state, fp, nil
+		return rec.State, fp, nil, 0, nil
 	}
 	if len(r.cache) >= r.max {
 		for k := range r.cache { // evict an arbitrary entry: bounded memory, no bookkeeping
@@ -127,39 +163,51 @@ func (r *Resolver) StateVersion(ctx context.Context, suffix string) (*sidetree.S
 			break
 		}
 	}
-	r.cache[suffix] = cachedState{fingerprint: fp, state: state}
-	return state, fp, nil
+	entry := cachedState{fingerprint: fp}
+	if r.exclusive {
+		if stored != nil {
+			entry.data = bytes.Clone(stored)
+		} else {
+			entry.data = rec.AppendBinary(nil)
+		}
+		entry.record = int32(len(entry.data))
+	}
+	// A key of its own: suffix may be part of a longer string (a long-form DID, a request's
+	// path), which the key would otherwise keep.
+	r.cache[strings.Clone(suffix)] = entry
+	return rec.State, fp, nil, 0, nil
 }
 
-// record reads the stored state of suffix (nil when the DID has no indexed operation): on its
-// own where this process alone writes the index (a read is a function call there), with the
-// concurrent resolutions' where it is shared. A state that does not decode is computed from the
-// DID's operations instead (the observer logs and replaces it at the DID's next operation).
-func (r *Resolver) record(ctx context.Context, suffix string) (*sidetree.StateRecord, error) {
+// record reads the stored state of suffix (nil when the DID has no indexed operation) with the
+// bytes it decoded from: on its own where this process alone writes the index (a read is a
+// function call there), with the concurrent resolutions' where it is shared. A state that does
+// not decode is computed from the DID's operations instead, and its bytes are nil (the observer
+// logs and replaces it at the DID's next operation).
+func (r *Resolver) record(ctx context.Context, suffix string) (*sidetree.StateRecord, []byte, error) {
 	var b []byte
 	if r.known != nil {
 		var err error
 		if b, err = r.st.DIDStateGet(ctx, suffix); errors.Is(err, store.ErrNotFound) {
-			return nil, nil
+			return nil, nil, nil
 		} else if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	} else {
 		var found bool
 		var err error
 		if b, found, err = r.states.get(ctx, suffix); err != nil || !found {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	rec, err := sidetree.DecodeStateRecord(suffix, b)
 	if err == nil {
-		return rec, nil
+		return rec, b, nil
 	}
 	rows, err := r.history(ctx, suffix)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return sidetree.ResolveRecord(r.profile, suffix, anchoredOps(rows)), nil
+	return sidetree.ResolveRecord(r.profile, suffix, anchoredOps(rows)), nil, nil
 }
 
 // SetBatches sets what rebuilds the requests of index rows from their batch files. Set it
@@ -247,48 +295,38 @@ func (r *Resolver) Resolve(ctx context.Context, did string) ([]byte, sidetree.Re
 	if d.IsOrb() && r.orbLatest(d.Suffix) {
 		return r.resolveLatest(ctx, d, nil, nil, nil, nil)
 	}
-	st, err := r.State(ctx, d.Suffix)
+	// A short form renders from the suffix and the state alone (the method is the profile's),
+	// so its rendering is kept in the cache beside the state and served from there.
+	short := !d.IsOrb() && !d.IsLongForm()
+	st, fp, body, status, err := r.lookup(ctx, d.Suffix, short)
 	if err != nil {
 		return nil, 0, err
+	}
+	if body != nil {
+		return body, status, nil
 	}
 	if d.IsOrb() {
 		// The id is the name asked for, so the rendering is not kept.
 		return r.resolveOrb(ctx, d, st, r.orbAnchors(), sidetree.Metadata{})
 	}
-	if d.IsLongForm() || st == nil {
-		body, status := sidetree.RenderResolution(d, st)
-		return body, status, nil
+	body, status = sidetree.RenderResolution(d, st)
+	if short && st != nil {
+		r.keepRendered(d.Suffix, fp, body, status)
 	}
-	// A short form renders from the suffix and the state alone (the method is the profile's),
-	// so the rendering of the very state object returned is kept beside it in the cache.
-	if body, status, ok := r.rendered(d.Suffix, st); ok {
-		return body, status, nil
-	}
-	body, status := sidetree.RenderResolution(d, st)
-	r.keepRendered(d.Suffix, st, body, status)
 	return body, status, nil
 }
 
-// rendered returns the short-form rendering kept for st, if st is still the cached state.
-func (r *Resolver) rendered(suffix string, st *sidetree.State) ([]byte, sidetree.ResolutionStatus, bool) {
+// keepRendered keeps the short-form rendering of the state with fingerprint fp, if that is still
+// the cached state (an Invalidate since forgot it, or a newer state took its place: then the
+// rendering is of no use).
+func (r *Resolver) keepRendered(suffix string, fp uint64, body []byte, status sidetree.ResolutionStatus) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c, ok := r.cache[suffix]
-	if !ok || c.state != st || c.body == nil {
-		return nil, 0, false
-	}
-	return c.body, c.status, true
-}
-
-// keepRendered keeps the short-form rendering of st, if st is still the cached state (an
-// Invalidate since forgot it, or a newer state took its place: then the rendering is of no use).
-func (r *Resolver) keepRendered(suffix string, st *sidetree.State, body []byte, status sidetree.ResolutionStatus) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if c, ok := r.cache[suffix]; ok && c.state == st && c.body == nil {
-		// A copy of the exact length: the renderer's buffer has room to spare (1.5 KiB for a
+	if c, ok := r.cache[suffix]; ok && c.fingerprint == fp && c.rendering() == nil {
+		// One slice of the exact length: the renderer's buffer has room to spare (1.5 KiB for a
 		// 0.9 KiB result), which a cache of 100,000 entries would keep.
-		c.body, c.status = bytes.Clone(body), status
+		data := make([]byte, 0, len(c.data)+len(body))
+		c.data, c.status = append(append(data, c.data...), body...), status
 		r.cache[suffix] = c
 	}
 }

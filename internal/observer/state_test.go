@@ -61,6 +61,11 @@ func requireStatesAreResolution(t *testing.T, st store.Store, resolvers []*Resol
 		require.NoError(t, err)
 		want, wantStatus := sidetree.RenderResolution(did, sidetree.Resolve(p, s, anchoredOps(rows)))
 		for _, r := range resolvers {
+			for range 2 { // the second from the cache
+				state, err := r.State(ctx, s)
+				require.NoError(t, err)
+				require.Equal(t, rec.State, state, "cached state of %s", s)
+			}
 			body, status, err := r.Resolve(ctx, did.ShortForm())
 			require.NoError(t, err)
 			require.Equal(t, wantStatus, status)
