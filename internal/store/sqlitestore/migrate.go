@@ -21,13 +21,13 @@ func (s *Store) migrate(ctx context.Context) error {
 	return s.upgrade(ctx, ms)
 }
 
-// upgrade applies ms, then settles how the per-DID index is read (keepsSuffixIndex).
+// upgrade applies ms, then settles the per-DID index's layout (settleIndexLayout).
 func (s *Store) upgrade(ctx context.Context, ms []store.Migration) error {
 	if err := s.applyMigrations(ctx, ms); err != nil {
 		return err
 	}
 	var err error
-	if s.bySuffix, err = keepsSuffixIndex(ctx, s.writer); err != nil {
+	if s.bySuffix, err = settleIndexLayout(ctx, s.writer); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil

@@ -106,7 +106,7 @@ func TestRowsIndexedBeforeKeepTheirRequests(t *testing.T) {
 }
 
 // TestSuffixIndexIsKeptOnlyWhereRowsNeedIt: a new database finds a DID's rows through its
-// state and has no index by suffix; one that indexed operations before migration 30 keeps the
+// state, has no index by suffix and keeps its states by rowid; one that indexed operations before migration 30 keeps the
 // index and reads through it (its older states name no positions), and states it stores from
 // then on name theirs.
 func TestSuffixIndexIsKeptOnlyWhereRowsNeedIt(t *testing.T) {
@@ -121,17 +121,24 @@ func TestSuffixIndexIsKeptOnlyWhereRowsNeedIt(t *testing.T) {
 		require.NoError(t, s.writer.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE name = 'did_operations_suffix'`).Scan(&n))
 		return n == 1
 	}
+	statesByRowid := func(s *Store) bool {
+		var keyed bool
+		require.NoError(t, s.writer.QueryRowContext(ctx, qDIDStatesWithoutRowid).Scan(&keyed))
+		return !keyed
+	}
 
 	fresh, err := Open(ctx, Config{DataDir: t.TempDir()})
 	require.NoError(t, err)
 	t.Cleanup(fresh.Close)
 	require.False(t, hasIndex(fresh), "a new database")
+	require.True(t, statesByRowid(fresh))
 	require.False(t, fresh.bySuffix)
 
 	empty := migratedTo(t, ms[:i])
 	require.True(t, hasIndex(empty))
 	require.NoError(t, empty.upgrade(ctx, ms))
 	require.False(t, hasIndex(empty), "an older database that indexed nothing")
+	require.True(t, statesByRowid(empty))
 	require.False(t, empty.bySuffix)
 
 	s := migratedTo(t, ms[:i])
@@ -141,6 +148,7 @@ func TestSuffixIndexIsKeptOnlyWhereRowsNeedIt(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.upgrade(ctx, ms))
 	require.True(t, hasIndex(s), "an older database with operations")
+	require.False(t, statesByRowid(s), "nothing is rewritten")
 	require.True(t, s.bySuffix)
 	got, err := s.DIDOperationList(ctx, "a")
 	require.NoError(t, err)

@@ -4,5 +4,6 @@
 -- page per create in the observer's commits, inside SQLite's one writer that every other commit
 -- waits for; now a DID's rows are found through its state. A database with operations indexed
 -- before this keeps its suffix index and reads through it (its older states have no positions);
--- the store drops the index at start while did_operations is still empty.
+-- at start, while the index is still empty, the store drops did_operations_suffix and lays out
+-- did_states by rowid (sqlitestore.settleIndexLayout).
 ALTER TABLE did_states ADD COLUMN positions BLOB;
