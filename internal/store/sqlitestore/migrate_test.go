@@ -20,10 +20,7 @@ import (
 func TestIndexByAnchorKeepsIndexedOperations(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ms, err := Migrations()
-	require.NoError(t, err)
-	i := slices.IndexFunc(ms, func(m store.Migration) bool { return m.Version == 20 })
-	require.Positive(t, i, "migration 20 exists")
+	ms, i := migrationsAt(t, 20)
 
 	s := migratedTo(t, ms[:i])
 
@@ -54,10 +51,7 @@ func TestIndexByAnchorKeepsIndexedOperations(t *testing.T) {
 func TestDIDStatesMigrationAsksForAFill(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ms, err := Migrations()
-	require.NoError(t, err)
-	i := slices.IndexFunc(ms, func(m store.Migration) bool { return m.Version == 29 })
-	require.Positive(t, i, "migration 29 exists")
+	ms, i := migrationsAt(t, 29)
 
 	for _, indexed := range []bool{false, true} {
 		s := migratedTo(t, ms[:i])
@@ -82,10 +76,7 @@ func TestDIDStatesMigrationAsksForAFill(t *testing.T) {
 func TestRowsIndexedBeforeKeepTheirRequests(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ms, err := Migrations()
-	require.NoError(t, err)
-	i := slices.IndexFunc(ms, func(m store.Migration) bool { return m.Version == 30 })
-	require.Positive(t, i, "migration 30 exists")
+	ms, i := migrationsAt(t, 30)
 	s := migratedTo(t, ms[:i])
 	old := []store.DIDOperation{
 		{Suffix: "a", AnchorSeq: 1, Index: 0, Type: "create", Request: []byte(`{"a":0}`)},
@@ -106,16 +97,13 @@ func TestRowsIndexedBeforeKeepTheirRequests(t *testing.T) {
 }
 
 // TestSuffixIndexIsKeptOnlyWhereRowsNeedIt: a new database finds a DID's rows through its
-// state, has no index by suffix and keeps its states by rowid; one that indexed operations before migration 30 keeps the
-// index and reads through it (its older states name no positions), and states it stores from
-// then on name theirs.
+// state, has no index by suffix and keeps its states by rowid; one that indexed operations
+// before migration 30 keeps the index and reads through it (its older states name no
+// positions), and states it stores from then on name theirs.
 func TestSuffixIndexIsKeptOnlyWhereRowsNeedIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ms, err := Migrations()
-	require.NoError(t, err)
-	i := slices.IndexFunc(ms, func(m store.Migration) bool { return m.Version == 30 })
-	require.Positive(t, i, "migration 30 exists")
+	ms, i := migrationsAt(t, 30)
 	hasIndex := func(s *Store) bool {
 		var n int
 		require.NoError(t, s.writer.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE name = 'did_operations_suffix'`).Scan(&n))
@@ -176,13 +164,10 @@ func TestSuffixIndexIsKeptOnlyWhereRowsNeedIt(t *testing.T) {
 func TestCASPutGivesOldContentItsDigest(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ms, err := Migrations()
-	require.NoError(t, err)
-	i := slices.IndexFunc(ms, func(m store.Migration) bool { return m.Version == 27 })
-	require.Positive(t, i, "migration 27 exists")
+	ms, i := migrationsAt(t, 27)
 	s := migratedTo(t, ms[:i])
 	data := []byte("a batch file stored before digests were kept")
-	_, err = s.writer.ExecContext(ctx, `INSERT INTO cas_objects (cid, data, size, created_at) VALUES (?, ?, ?, 0)`, "QmOld", data, len(data))
+	_, err := s.writer.ExecContext(ctx, `INSERT INTO cas_objects (cid, data, size, created_at) VALUES (?, ?, ?, 0)`, "QmOld", data, len(data))
 	require.NoError(t, err)
 	require.NoError(t, s.upgrade(ctx, ms))
 	sum := sha256.Sum256(data)
@@ -203,6 +188,16 @@ func indexedBefore(t *testing.T, s *Store, ops []store.DIDOperation) {
 			op.Suffix, op.AnchorSeq, op.Index, op.Type, op.Request)
 		require.NoError(t, err)
 	}
+}
+
+// migrationsAt returns every migration and the index of version v among them.
+func migrationsAt(t *testing.T, v int) ([]store.Migration, int) {
+	t.Helper()
+	ms, err := Migrations()
+	require.NoError(t, err)
+	i := slices.IndexFunc(ms, func(m store.Migration) bool { return m.Version == v })
+	require.Positive(t, i, "migration %d exists", v)
+	return ms, i
 }
 
 // migratedTo opens a new database with only the migrations ms applied, as an older anchord left
