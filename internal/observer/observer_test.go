@@ -682,23 +682,31 @@ func (c *countingIndex) DIDStateGet(ctx context.Context, suffix string) ([]byte,
 	return c.Executor.DIDStateGet(ctx, suffix)
 }
 
-func TestTrustedCacheIsNeverStale(t *testing.T) {
-	t.Parallel()
-	st := storetest.Open(t, storetest.SQLiteOpener(t))
+// trustedWithAlice returns an embedded observer of st, its resolver reading through index with
+// its cache trusted, and one DID created and indexed.
+func trustedWithAlice(t *testing.T, st store.Store, index store.Executor) (*testBundle, *Observer, *Resolver, *wallet.Identity) {
+	t.Helper()
 	b := setup(t, st)
 	ctx := context.Background()
 	known, err := LoadKnown(ctx, st)
 	require.NoError(t, err)
-	index := &countingIndex{Executor: st}
 	r := newTestResolver(sidetree.DefaultProfile(), index, known, 0)
 	o, err := New(Config{Profile: sidetree.DefaultProfile(), Known: known, Resolver: r}, st, b.cas.FetchFunc)
 	require.NoError(t, err)
-
 	alice, create, err := b.wallet.Create()
 	require.NoError(t, err)
 	b.anchorOps(t, create)
 	_, err = o.CatchUp(ctx)
 	require.NoError(t, err)
+	return b, o, r, alice
+}
+
+func TestTrustedCacheIsNeverStale(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, storetest.SQLiteOpener(t))
+	index := &countingIndex{Executor: st}
+	b, o, r, alice := trustedWithAlice(t, st, index)
+	ctx := context.Background()
 	first, err := r.State(ctx, alice.Suffix)
 	require.NoError(t, err)
 	again, err := r.State(ctx, alice.Suffix)
@@ -759,20 +767,9 @@ func (u *undecodableStates) DIDStateGet(ctx context.Context, suffix string) ([]b
 func TestTrustedCacheKeepsAStateComputedFromTheOperations(t *testing.T) {
 	t.Parallel()
 	st := storetest.Open(t, storetest.SQLiteOpener(t))
-	b := setup(t, st)
-	ctx := context.Background()
-	known, err := LoadKnown(ctx, st)
-	require.NoError(t, err)
 	index := &undecodableStates{countingIndex{Executor: st}}
-	r := newTestResolver(sidetree.DefaultProfile(), index, known, 0)
-	o, err := New(Config{Profile: sidetree.DefaultProfile(), Known: known, Resolver: r}, st, b.cas.FetchFunc)
-	require.NoError(t, err)
-
-	alice, create, err := b.wallet.Create()
-	require.NoError(t, err)
-	b.anchorOps(t, create)
-	_, err = o.CatchUp(ctx)
-	require.NoError(t, err)
+	_, _, r, alice := trustedWithAlice(t, st, index)
+	ctx := context.Background()
 	want, err := newTestResolver(sidetree.DefaultProfile(), st, nil, 0).State(ctx, alice.Suffix)
 	require.NoError(t, err)
 	for range 2 {
