@@ -302,8 +302,8 @@ func (r *Relayout) cursor(ctx context.Context, tx *sql.Tx, phase relayoutPhase) 
 	if err != nil {
 		return "", fmt.Errorf("read the relayout's cursor: %w", err)
 	}
-	after, _ := strings.CutPrefix(string(v), phase.String()+":")
-	if after == string(v) {
+	after, ok := strings.CutPrefix(string(v), phase.String()+":")
+	if !ok {
 		return "", nil // another phase's
 	}
 	return after, nil
@@ -393,6 +393,7 @@ func (r *Relayout) fillPositions(ctx context.Context) (filled int64, end bool, h
 func (r *Relayout) switchReads(ctx context.Context) (time.Duration, error) {
 	v, err := r.s.SettingGet(ctx, store.DIDStateFillSetting)
 	switch {
+	// "done" is the fill's last value (store.DIDStateFillSetting).
 	case errors.Is(err, store.ErrNotFound), err == nil && string(v) == "done":
 	case err != nil:
 		return 0, err
