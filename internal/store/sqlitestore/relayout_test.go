@@ -228,13 +228,13 @@ func TestRelayoutMovesAnOlderDatabase(t *testing.T) {
 	requireCurrentLayout(t, fresh)
 }
 
-// TestRelayoutResumesAfterAStop stops the pass after every few steps, in every phase (the store
+// TestRelayoutResumesAfterAStop stops the pass after each of its steps, in every phase (the store
 // closed as a killed process leaves it: what committed stays), reopens the database and runs the
 // pass to its end: the same layout, the same DIDs. One stop cancels a step midway instead.
 func TestRelayoutResumesAfterAStop(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir, suffixes := oldLayout(t, 600, 40)
+	dir, suffixes := oldLayout(t, 300, 40)
 	s := openDir(t, copyDir(t, dir))
 	want := viewOf(t, s, suffixes)
 	// The steps of a whole pass, and the phase of each.
@@ -252,7 +252,7 @@ func TestRelayoutResumesAfterAStop(t *testing.T) {
 		require.Contains(t, phases, p)
 	}
 
-	for stop := 1; stop < len(phases); stop += 3 {
+	for stop := 1; stop < len(phases); stop++ {
 		t.Run(fmt.Sprintf("after %d steps, in %s", stop, phases[stop-1]), func(t *testing.T) {
 			d := copyDir(t, dir)
 			s := openDir(t, d)
