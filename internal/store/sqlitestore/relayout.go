@@ -70,8 +70,8 @@ func (p relayoutPhase) String() string {
 // "copy:<suffix>", the last state done.
 const relayoutSetting = "did_index_relayout"
 
-// Table and trigger names of the copy. A name different from did_states' own in every one:
-// the swap renames tables, and SQLite rewrites the references triggers make to a renamed table.
+// The copy's triggers are dropped before the swap renames the tables: SQLite would rewrite what
+// they refer to along with the names.
 const (
 	qRelayoutTableExists = `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`
 	// qRelayoutNextStates pages through did_states in suffix order, saying which states name no
@@ -176,6 +176,7 @@ func (r *Relayout) Run(ctx context.Context) error {
 			return nil
 		case errors.Is(err, errRelayoutWaits):
 			wait = r.retry
+			r.logger.InfoContext(ctx, "per-DID index layout: waiting", "reason", err, "retry_in", wait)
 		case err != nil:
 			attempt++
 			wait = loop.Backoff(attempt, time.Second, 2, time.Minute)
@@ -272,7 +273,14 @@ func (r *Relayout) phaseOf(ctx context.Context) (relayoutPhase, error) {
 		return relayoutDone, fmt.Errorf("read the per-DID index's layout: %w", err)
 	}
 	if copying {
-		if _, err := db.ExecContext(ctx, qRelayoutDropLeftover); err != nil {
+		_, err := r.step(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, qRelayoutDropLeftover); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, qRelayoutSettingDelete, relayoutSetting)
+			return err
+		})
+		if err != nil {
 			return relayoutDone, fmt.Errorf("drop a leftover copy of did_states: %w", err)
 		}
 	}
