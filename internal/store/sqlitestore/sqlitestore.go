@@ -405,7 +405,7 @@ type executor struct {
 	// indexed before migration 30) or through the positions of the DIDs' states; the store and
 	// its transactions share it, and Relayout changes it while they run.
 	layout *indexLayout
-	// didOps is qDIDOperationList (only while the layout reads by suffix), didState
+	// didOps is qDIDOperationList (a database read by suffix when it opened), didState
 	// qDIDStateGet, didPositions qDIDPositions and didOpAt qDIDOperationAt, prepared on the
 	// read pool; nil inside a transaction.
 	didOps       *sql.Stmt
