@@ -10,6 +10,7 @@ import (
 	"github.com/anchord/anchord/internal/observer"
 	"github.com/anchord/anchord/internal/opqueue"
 	"github.com/anchord/anchord/internal/store"
+	"github.com/anchord/anchord/internal/store/sqlitestore"
 )
 
 // embeddedInstanceID owns the op_queue rows of a single-instance deployment: it must be the same
@@ -87,6 +88,24 @@ func embedded(ctx context.Context, c *core) error {
 	}
 
 	c.sup.add(StageConsumers, "known-filter", func(ctx context.Context) error { return c.fillKnown(ctx, known) })
+	if s, ok := c.st.(*sqlitestore.Store); ok {
+		relayout, err := sqlitestore.NewRelayout(s, c.log("store"), c.reg)
+		if err != nil {
+			return err
+		}
+		// The move of an older database to the current index layout starts once the filter is
+		// filled: it changes the order DIDSuffixList pages in, which would send the fill back to
+		// its start. It stops with the consumers, so that the writers' last commits do not wait
+		// for one of its steps.
+		c.sup.add(StageConsumers, "sqlite-relayout", func(ctx context.Context) error {
+			for !known.Filled() {
+				if !loop.Sleep(ctx, time.Second) {
+					return nil
+				}
+			}
+			return relayout.Run(ctx)
+		})
+	}
 	// The committer serves intake's Adds, so it stops only after HTTP has.
 	c.sup.add(StageConsumers, "opqueue", queue.Run)
 	// Rows a separate submitter process gave back reach the queue through Watch.

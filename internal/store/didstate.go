@@ -10,8 +10,9 @@ type DIDState struct {
 	State  []byte
 	// Positions name the DID's rows of the per-DID index (DIDOperationInsertMany), in anchor
 	// order: every one, whether its operation applies or not. A backend that keeps no index of
-	// those rows by suffix (SQLite, for a database first indexed by this version) finds a DID's
-	// operations, its anchors and the DID itself through them; one that does may ignore them.
+	// those rows by suffix (SQLite, once an older database is moved to its current layout)
+	// finds a DID's operations, its anchors and the DID itself through them; one that does may
+	// ignore them.
 	Positions []DIDPosition
 }
 

@@ -185,13 +185,14 @@ func (e executor) DIDOperationList(ctx context.Context, suffix string) ([]store.
 		return nil, fmt.Errorf("list operations of %s: %w", suffix, err)
 	}
 	ctx = context.WithoutCancel(ctx)
-	if !e.bySuffix {
+	if !e.layout.enterSuffixRead() {
 		out, err := e.listByPositions(ctx, suffix)
 		if err != nil {
 			return nil, fmt.Errorf("list operations of %s: %w", suffix, err)
 		}
 		return out, nil
 	}
+	defer e.layout.leaveSuffixRead()
 	var rows *sql.Rows
 	var err error
 	if e.didOps != nil {
@@ -241,13 +242,14 @@ const maxInList = 1000
 
 // DIDLastAnchors implements store.Executor.
 func (e executor) DIDLastAnchors(ctx context.Context, suffixes []string) (map[string]int64, error) {
-	if !e.bySuffix {
+	if !e.layout.enterSuffixRead() {
 		out, err := e.lastAnchorsByPositions(ctx, suffixes)
 		if err != nil {
 			return nil, fmt.Errorf("last anchors of %d DIDs: %w", len(suffixes), err)
 		}
 		return out, nil
 	}
+	defer e.layout.leaveSuffixRead()
 	out := make(map[string]int64)
 	for start := 0; start < len(suffixes); start += maxInList {
 		chunk := suffixes[start:min(start+maxInList, len(suffixes))]
@@ -281,13 +283,14 @@ func (e executor) DIDLastAnchors(ctx context.Context, suffixes []string) (map[st
 // DIDSuffixList implements store.Executor: through the suffix index, each suffix once and the
 // cursor the last of them; without it, in anchor order.
 func (e executor) DIDSuffixList(ctx context.Context, after string, limit int) ([]string, string, error) {
-	if !e.bySuffix {
+	if !e.layout.enterSuffixRead() {
 		out, next, err := e.suffixesInAnchorOrder(ctx, after, limit)
 		if err != nil {
 			return nil, "", fmt.Errorf("list DID suffixes: %w", err)
 		}
 		return out, next, nil
 	}
+	defer e.layout.leaveSuffixRead()
 	rows, err := e.r.QueryContext(ctx, qDIDSuffixList, after, limit)
 	if err != nil {
 		return nil, "", fmt.Errorf("list DID suffixes: %w", err)

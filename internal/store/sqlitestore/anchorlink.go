@@ -61,13 +61,14 @@ func (e executor) AnchorsByHashlink(ctx context.Context, hashlinks []string) (ma
 
 // DIDLatestAnchors implements store.Executor.
 func (e executor) DIDLatestAnchors(ctx context.Context, suffixes []string, beforeSeq int64) (map[string]store.AnchorRef, error) {
-	if !e.bySuffix {
+	if !e.layout.enterSuffixRead() {
 		out, err := e.latestAnchorsByPositions(ctx, suffixes, beforeSeq)
 		if err != nil {
 			return nil, fmt.Errorf("latest anchors of %d DIDs: %w", len(suffixes), err)
 		}
 		return out, nil
 	}
+	defer e.layout.leaveSuffixRead()
 	out := make(map[string]store.AnchorRef, len(suffixes))
 	for start := 0; start < len(suffixes); start += maxInList {
 		chunk := suffixes[start:min(start+maxInList, len(suffixes))]

@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
+	"github.com/anchord/anchord/internal/loop"
 	"github.com/anchord/anchord/internal/store"
 )
 
@@ -45,10 +48,52 @@ const (
 	qAnchorHashlinks = `SELECT seq, COALESCE(hashlink, '') FROM anchors WHERE seq IN (%s)`
 )
 
+// indexLayout is how the per-DID index is read, shared by a store and its transactions. It
+// changes once at most while they run, from the suffix index to the states' positions
+// (Relayout), so every read takes the decision when it starts.
+type indexLayout struct {
+	bySuffix atomic.Bool
+	// suffixReads counts the reads going through did_operations_suffix. The index is dropped
+	// only once none is left after the switch: a read SQLite prepared after the drop would
+	// still run, as a scan of every operation.
+	suffixReads atomic.Int64
+}
+
+// enterSuffixRead reports whether a read goes through the suffix index; if so, the caller
+// calls leaveSuffixRead when it is done. A nil layout (an executor of no store) reads by positions.
+func (l *indexLayout) enterSuffixRead() bool {
+	if l == nil || !l.bySuffix.Load() {
+		return false
+	}
+	l.suffixReads.Add(1)
+	// Checked again once counted: stopSuffixReads stores before it counts, this counts before
+	// it loads, so either it waits for this read or this read sees the switch.
+	if !l.bySuffix.Load() {
+		l.suffixReads.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (l *indexLayout) leaveSuffixRead() { l.suffixReads.Add(-1) }
+
+// stopSuffixReads turns every read that starts from now on over to positions and returns once
+// no read through the suffix index is left.
+func (l *indexLayout) stopSuffixReads(ctx context.Context) error {
+	l.bySuffix.Store(false)
+	for l.suffixReads.Load() > 0 {
+		if !loop.Sleep(ctx, time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
 // settleIndexLayout gives a database that has indexed nothing yet the per-DID index's current
 // layout (no index of did_operations by suffix, did_states by rowid) and reports whether the
 // database reads the index through did_operations_suffix, as one that indexed operations before
-// migration 30 does: rewriting the tables of millions of DIDs is left to no start.
+// migration 30 does: rewriting the tables of millions of DIDs is left to no start, but to
+// Relayout, in the background.
 func settleIndexLayout(ctx context.Context, db *sql.DB) (bySuffix bool, err error) {
 	var exists, empty, keyed bool
 	if err := db.QueryRowContext(ctx, qDIDSuffixIndexExists).Scan(&exists); err != nil {

@@ -1,7 +1,9 @@
 package sqlitestore
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -37,4 +39,24 @@ func FuzzDecodePositions(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, pos, again)
 	})
+}
+
+// TestSwitchWaitsForSuffixReads: the switch to positions returns only once the reads that chose
+// the suffix index are done, and every read that starts after it goes by positions.
+func TestSwitchWaitsForSuffixReads(t *testing.T) {
+	t.Parallel()
+	l := new(indexLayout)
+	l.bySuffix.Store(true)
+	require.True(t, l.enterSuffixRead())
+	switched := make(chan error)
+	go func() { switched <- l.stopSuffixReads(context.Background()) }()
+	select {
+	case <-switched:
+		t.Fatal("switched while a read went through the suffix index")
+	case <-time.After(50 * time.Millisecond):
+	}
+	require.False(t, l.enterSuffixRead(), "a read that starts after the switch")
+	l.leaveSuffixRead()
+	require.NoError(t, <-switched)
+	require.False(t, (*indexLayout)(nil).enterSuffixRead(), "an executor of no store")
 }

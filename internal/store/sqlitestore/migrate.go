@@ -26,10 +26,14 @@ func (s *Store) upgrade(ctx context.Context, ms []store.Migration) error {
 	if err := s.applyMigrations(ctx, ms); err != nil {
 		return err
 	}
-	var err error
-	if s.bySuffix, err = settleIndexLayout(ctx, s.writer); err != nil {
+	bySuffix, err := settleIndexLayout(ctx, s.writer)
+	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	if s.layout == nil {
+		s.layout = new(indexLayout)
+	}
+	s.layout.bySuffix.Store(bySuffix)
 	return nil
 }
 

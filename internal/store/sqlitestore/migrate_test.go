@@ -120,14 +120,14 @@ func TestSuffixIndexIsKeptOnlyWhereRowsNeedIt(t *testing.T) {
 	t.Cleanup(fresh.Close)
 	require.False(t, hasIndex(fresh), "a new database")
 	require.True(t, statesByRowid(fresh))
-	require.False(t, fresh.bySuffix)
+	require.False(t, fresh.layout.bySuffix.Load())
 
 	empty := migratedTo(t, ms[:i])
 	require.True(t, hasIndex(empty))
 	require.NoError(t, empty.upgrade(ctx, ms))
 	require.False(t, hasIndex(empty), "an older database that indexed nothing")
 	require.True(t, statesByRowid(empty))
-	require.False(t, empty.bySuffix)
+	require.False(t, empty.layout.bySuffix.Load())
 
 	s := migratedTo(t, ms[:i])
 	old := []store.DIDOperation{{Suffix: "a", AnchorSeq: 1, Index: 0, Type: "create", Request: []byte(`{"a":0}`)}}
@@ -137,7 +137,7 @@ func TestSuffixIndexIsKeptOnlyWhereRowsNeedIt(t *testing.T) {
 	require.NoError(t, s.upgrade(ctx, ms))
 	require.True(t, hasIndex(s), "an older database with operations")
 	require.False(t, statesByRowid(s), "nothing is rewritten")
-	require.True(t, s.bySuffix)
+	require.True(t, s.layout.bySuffix.Load())
 	got, err := s.DIDOperationList(ctx, "a")
 	require.NoError(t, err)
 	require.Equal(t, old, got, "found by the suffix index: the state names no positions")

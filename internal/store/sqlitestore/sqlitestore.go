@@ -172,7 +172,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	reader.SetMaxIdleConns(maxReaders)
 
 	s := &Store{writer: writer, reader: reader, path: path, logger: logger}
-	s.executor = executor{w: writer, r: reader}
+	s.executor = executor{w: writer, r: reader, layout: new(indexLayout)}
 	if sync == "full" {
 		if s.wal, err = newWALSync(path, cfg.Registerer); err != nil {
 			s.Close()
@@ -202,11 +202,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// Prepared once (database/sql then prepares it once per reader connection): the driver
 	// prepares every query string afresh, and for resolution, a one-row indexed read, SQLite's
 	// parsing and planning cost about as much as the read.
-	prepare := map[**sql.Stmt]string{&s.didState: qDIDStateGet}
-	if s.bySuffix {
+	// A database read through the suffix index gets the positions' statements too: Relayout
+	// turns its reads over to them while it serves.
+	prepare := map[**sql.Stmt]string{&s.didState: qDIDStateGet, &s.didPositions: qDIDPositions, &s.didOpAt: qDIDOperationAt}
+	if s.layout.bySuffix.Load() {
 		prepare[&s.didOps] = qDIDOperationList
-	} else {
-		prepare[&s.didPositions], prepare[&s.didOpAt] = qDIDPositions, qDIDOperationAt
 	}
 	for stmt, q := range prepare {
 		if *stmt, err = reader.PrepareContext(ctx, q); err != nil {
@@ -380,7 +380,7 @@ func (s *Store) inTx(ctx context.Context, db beginner, fn func(ctx context.Conte
 		return nil, fmt.Errorf("begin: %w", err)
 	}
 	hctx, hooks := store.BeginCommitHooks(ctx)
-	if err := fn(hctx, executor{w: tx, r: tx, bySuffix: s.bySuffix}); err != nil {
+	if err := fn(hctx, executor{w: tx, r: tx, layout: s.layout}); err != nil {
 		_ = tx.Rollback()
 		return nil, err
 	}
@@ -401,12 +401,13 @@ type querier interface {
 type executor struct {
 	w querier
 	r querier
-	// bySuffix says the per-DID index is read through did_operations_suffix (a database
-	// indexed before migration 30), not through the positions of the DIDs' states.
-	bySuffix bool
-	// didOps is qDIDOperationList (bySuffix only), didState qDIDStateGet, didPositions
-	// qDIDPositions and didOpAt qDIDOperationAt (not bySuffix), prepared on the read pool; nil
-	// inside a transaction.
+	// layout says whether the per-DID index is read through did_operations_suffix (a database
+	// indexed before migration 30) or through the positions of the DIDs' states; the store and
+	// its transactions share it, and Relayout changes it while they run.
+	layout *indexLayout
+	// didOps is qDIDOperationList (a database read by suffix when it opened), didState
+	// qDIDStateGet, didPositions qDIDPositions and didOpAt qDIDOperationAt, prepared on the
+	// read pool; nil inside a transaction.
 	didOps       *sql.Stmt
 	didState     *sql.Stmt
 	didPositions *sql.Stmt

@@ -1,0 +1,463 @@
+package sqlitestore
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/store"
+)
+
+// oldDIDsPerAnchor is the creates of one anchor of an older database built by oldLayout.
+const oldDIDsPerAnchor = 500
+
+// oldSuffix is DID k's suffix: in an order unrelated to k's, as real suffixes are.
+func oldSuffix(k int) string {
+	h := sha256.Sum256([]byte(fmt.Sprint(k)))
+	return "EiA" + base64.RawURLEncoding.EncodeToString(h[:])[:43]
+}
+
+// oldLayout writes a database as an anchord that indexed dids DIDs before migration 30 and
+// went on after it left it: did_operations_suffix, did_states keyed by suffix, the first half
+// of the DIDs' states without positions (written before migration 30) and the rest with them.
+// Every third DID has an update in a later anchor. It returns the data directory and the
+// suffixes.
+func oldLayout(t testing.TB, dids, stateSize int) (string, []string) {
+	t.Helper()
+	ctx := context.Background()
+	ms, err := Migrations()
+	require.NoError(t, err)
+	i := slices.IndexFunc(ms, func(m store.Migration) bool { return m.Version == 30 })
+	dir := t.TempDir()
+	path := filepath.Join(dir, FileName)
+	writer, err := sql.Open("sqlite", dsn(path, false, SynchronousDefault, MmapSizeDefault, writerCacheSize, false))
+	require.NoError(t, err)
+	writer.SetMaxOpenConns(1)
+	s := &Store{writer: writer, reader: writer, path: path, logger: slog.New(slog.DiscardHandler)}
+	s.executor = executor{w: writer, r: writer}
+	require.NoError(t, s.applyMigrations(ctx, ms[:i]))
+
+	suffixes := make([]string, dids)
+	var ops []store.DIDOperation
+	for k := range dids {
+		suffixes[k] = oldSuffix(k)
+		ops = append(ops, store.DIDOperation{Suffix: suffixes[k], AnchorSeq: int64(1 + k/oldDIDsPerAnchor), Index: k % oldDIDsPerAnchor, Type: "create"})
+		if k%3 == 0 {
+			ops = append(ops, store.DIDOperation{Suffix: suffixes[k], AnchorSeq: int64(100_000 + k/oldDIDsPerAnchor), Index: k % oldDIDsPerAnchor, Type: "update"})
+		}
+	}
+	require.NoError(t, s.DIDOperationInsertMany(ctx, ops))
+	state := func(k int) []byte {
+		b := make([]byte, stateSize)
+		copy(b, suffixes[k])
+		return b
+	}
+	half := dids / 2
+	tx, err := writer.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	for k := range half {
+		_, err := tx.ExecContext(ctx, `INSERT INTO did_states (suffix, state) VALUES (?, ?)`, suffixes[k], state(k))
+		require.NoError(t, err)
+	}
+	require.NoError(t, tx.Commit())
+	require.NoError(t, s.upgrade(ctx, ms))
+	require.True(t, s.layout.bySuffix.Load())
+	var states []store.DIDState
+	for k := half; k < dids; k++ {
+		pos := []store.DIDPosition{{AnchorSeq: int64(1 + k/oldDIDsPerAnchor), Index: k % oldDIDsPerAnchor}}
+		if k%3 == 0 {
+			pos = append(pos, store.DIDPosition{AnchorSeq: int64(100_000 + k/oldDIDsPerAnchor), Index: k % oldDIDsPerAnchor})
+		}
+		states = append(states, store.DIDState{Suffix: suffixes[k], State: state(k), Positions: pos})
+	}
+	require.NoError(t, s.DIDStatePutMany(ctx, states))
+	s.Close()
+	return dir, suffixes
+}
+
+// didView is what the store's public reads give of a set of DIDs.
+type didView struct {
+	states   map[string][]byte
+	lists    map[string][]store.DIDOperation
+	last     map[string]int64
+	suffixes []string
+}
+
+func viewOf(t testing.TB, s *Store, suffixes []string) didView {
+	t.Helper()
+	ctx := context.Background()
+	v := didView{lists: map[string][]store.DIDOperation{}}
+	var err error
+	v.states, err = s.DIDStateGetMany(ctx, suffixes)
+	require.NoError(t, err)
+	for _, suffix := range suffixes {
+		v.lists[suffix], err = s.DIDOperationList(ctx, suffix)
+		require.NoError(t, err)
+	}
+	v.last, err = s.DIDLastAnchors(ctx, suffixes)
+	require.NoError(t, err)
+	for after := ""; ; {
+		page, next, err := s.DIDSuffixList(ctx, after, 1000)
+		require.NoError(t, err)
+		if len(page) == 0 {
+			break
+		}
+		v.suffixes, after = append(v.suffixes, page...), next
+	}
+	slices.Sort(v.suffixes)
+	v.suffixes = slices.Compact(v.suffixes)
+	return v
+}
+
+func openDir(t testing.TB, dir string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Config{DataDir: dir})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	return s
+}
+
+func newTestRelayout(t testing.TB, s *Store) *Relayout {
+	t.Helper()
+	r, err := NewRelayout(s, nil, nil)
+	require.NoError(t, err)
+	r.restRatio = 0
+	r.positionsPage, r.copyPage, r.deletePage = 70, 90, 110
+	return r
+}
+
+// relayoutToEnd runs r's steps until the database has the current layout.
+func relayoutToEnd(t testing.TB, r *Relayout) {
+	t.Helper()
+	for range 100_000 {
+		phase, _, err := r.runOnce(context.Background())
+		require.NoError(t, err)
+		if phase == relayoutDone {
+			return
+		}
+	}
+	t.Fatal("the relayout does not end")
+}
+
+// requireCurrentLayout checks that s has a new database's layout and nothing of the pass left.
+func requireCurrentLayout(t testing.TB, s *Store) {
+	t.Helper()
+	ctx := context.Background()
+	var names []string
+	rows, err := s.writer.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE name LIKE 'did_operations%' OR name LIKE 'did_states%' ORDER BY name`)
+	require.NoError(t, eachRow(rows, err, func(rows *sql.Rows) error {
+		var n string
+		names = append(names, n)
+		return rows.Scan(&names[len(names)-1])
+	}))
+	require.Equal(t, []string{"did_operations", "did_states"}, names, "no suffix index, no copy, no trigger")
+	var keyed bool
+	require.NoError(t, s.writer.QueryRowContext(ctx, qDIDStatesWithoutRowid).Scan(&keyed))
+	require.False(t, keyed, "did_states by rowid")
+	require.False(t, s.layout.bySuffix.Load())
+	_, err = s.SettingGet(ctx, relayoutSetting)
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// TestRelayoutMovesAnOlderDatabase: an older database with states with and without positions
+// ends in the current layout with every DID read as before, and indexes on as a new one does;
+// the pass does nothing on a database in the current layout.
+func TestRelayoutMovesAnOlderDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir, suffixes := oldLayout(t, 1000, 40)
+	s := openDir(t, dir)
+	before := viewOf(t, s, suffixes)
+	require.Len(t, before.states, len(suffixes))
+	require.Len(t, before.suffixes, len(suffixes))
+
+	r := newTestRelayout(t, s)
+	relayoutToEnd(t, r)
+	requireCurrentLayout(t, s)
+	require.Equal(t, before, viewOf(t, s, suffixes))
+
+	// Indexing goes on as on a new database: a create, and an update of a moved DID.
+	created := store.DIDOperation{Suffix: "EiAnew", AnchorSeq: 200_000, Index: 0, Type: "create"}
+	updated := store.DIDOperation{Suffix: suffixes[1], AnchorSeq: 200_000, Index: 1, Type: "update"}
+	require.NoError(t, s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+		if err := tx.DIDOperationInsertMany(ctx, []store.DIDOperation{created, updated}); err != nil {
+			return err
+		}
+		if _, err := tx.DIDStateInsertMany(ctx, []store.DIDState{{Suffix: created.Suffix, State: []byte{1}, Positions: []store.DIDPosition{{AnchorSeq: 200_000}}}}); err != nil {
+			return err
+		}
+		return tx.DIDStatePutMany(ctx, []store.DIDState{{Suffix: updated.Suffix, State: []byte{2},
+			Positions: []store.DIDPosition{{AnchorSeq: 1, Index: 1}, {AnchorSeq: 200_000, Index: 1}}}})
+	}))
+	got, err := s.DIDOperationList(ctx, updated.Suffix)
+	require.NoError(t, err)
+	require.Equal(t, append(slices.Clone(before.lists[updated.Suffix]), updated), got)
+	got, err = s.DIDOperationList(ctx, created.Suffix)
+	require.NoError(t, err)
+	require.Equal(t, []store.DIDOperation{created}, got)
+
+	// Reopened, the database is a new one's; the pass has nothing to do.
+	s.Close()
+	s = openDir(t, dir)
+	requireCurrentLayout(t, s)
+	phase, _, err := newTestRelayout(t, s).runOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, relayoutDone, phase)
+	state, err := s.DIDStateGet(ctx, created.Suffix)
+	require.NoError(t, err)
+	require.Equal(t, []byte{1}, state)
+
+	fresh := openDir(t, t.TempDir())
+	phase, _, err = newTestRelayout(t, fresh).runOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, relayoutDone, phase)
+	requireCurrentLayout(t, fresh)
+}
+
+// TestRelayoutResumesAfterAStop stops the pass after each of its steps, in every phase (the store
+// closed as a killed process leaves it: what committed stays), reopens the database and runs the
+// pass to its end: the same layout, the same DIDs. One stop cancels a step midway instead.
+func TestRelayoutResumesAfterAStop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir, suffixes := oldLayout(t, 300, 40)
+	s := openDir(t, copyDir(t, dir))
+	want := viewOf(t, s, suffixes)
+	// The steps of a whole pass, and the phase of each.
+	var phases []relayoutPhase
+	r := newTestRelayout(t, s)
+	for {
+		phase, _, err := r.runOnce(ctx)
+		require.NoError(t, err)
+		if phases = append(phases, phase); phase == relayoutDone {
+			break
+		}
+	}
+	s.Close()
+	for _, p := range []relayoutPhase{relayoutPositions, relayoutCopy, relayoutDelete} {
+		require.Contains(t, phases, p)
+	}
+
+	for stop := 1; stop < len(phases); stop++ {
+		t.Run(fmt.Sprintf("after %d steps, in %s", stop, phases[stop-1]), func(t *testing.T) {
+			d := copyDir(t, dir)
+			s := openDir(t, d)
+			r := newTestRelayout(t, s)
+			for range stop {
+				_, _, err := r.runOnce(ctx)
+				require.NoError(t, err)
+			}
+			// A step cancelled while it runs commits nothing.
+			cctx, cancel := context.WithCancel(ctx)
+			go func() { time.Sleep(time.Millisecond); cancel() }()
+			_, _, _ = r.runOnce(cctx)
+			s.Close()
+
+			s = openDir(t, d)
+			require.Equal(t, want, viewOf(t, s, suffixes), "between the stop and the end")
+			relayoutToEnd(t, newTestRelayout(t, s))
+			requireCurrentLayout(t, s)
+			require.Equal(t, want, viewOf(t, s, suffixes))
+		})
+	}
+}
+
+// TestRelayoutKeepsConcurrentWrites runs the pass while a writer replaces states and inserts
+// new DIDs, and readers read every DID: no read fails or misses a DID's state or operations, and
+// every state ends with the last value written, whether the copy had passed it or not.
+func TestRelayoutKeepsConcurrentWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir, suffixes := oldLayout(t, 1500, 40)
+	s := openDir(t, dir)
+	before := viewOf(t, s, suffixes)
+
+	r := newTestRelayout(t, s)
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	last := map[string][]byte{}
+	var created []string
+	var duringCopy atomic.Int64 // writes while the triggers mirrored did_states
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for round := 0; !stop.Load(); round++ {
+			k := (round * 37) % len(suffixes)
+			suffix := suffixes[k]
+			state := []byte(fmt.Sprintf("round %d", round))
+			newDID := fmt.Sprintf("EiAround%05d", round)
+			err := s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+				if err := tx.DIDOperationInsertMany(ctx, []store.DIDOperation{{Suffix: newDID, AnchorSeq: int64(300_000 + round), Type: "create"}}); err != nil {
+					return err
+				}
+				if _, err := tx.DIDStateInsertMany(ctx, []store.DIDState{{Suffix: newDID, State: []byte(newDID),
+					Positions: []store.DIDPosition{{AnchorSeq: int64(300_000 + round)}}}}); err != nil {
+					return err
+				}
+				pos := make([]store.DIDPosition, len(before.lists[suffix]))
+				for i, op := range before.lists[suffix] {
+					pos[i] = store.DIDPosition{AnchorSeq: op.AnchorSeq, Index: op.Index}
+				}
+				if err := tx.DIDStatePutMany(ctx, []store.DIDState{{Suffix: suffix, State: state, Positions: pos}}); err != nil {
+					return err
+				}
+				var copying bool
+				if err := tx.(executor).r.QueryRowContext(ctx, qRelayoutTableExists, "did_states_relayout").Scan(&copying); err != nil {
+					return err
+				}
+				if copying {
+					duringCopy.Add(1)
+				}
+				return nil
+			})
+			if !assertNoError(t, err) {
+				return
+			}
+			mu.Lock()
+			last[suffix] = state
+			created = append(created, newDID)
+			mu.Unlock()
+		}
+	}()
+	for g := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; !stop.Load(); i++ {
+				suffix := suffixes[(i*7)%len(suffixes)]
+				state, err := s.DIDStateGet(ctx, suffix)
+				if !assertNoError(t, err) || len(state) == 0 {
+					t.Errorf("%s has no state", suffix)
+					return
+				}
+				list, err := s.DIDOperationList(ctx, suffix)
+				if !assertNoError(t, err) {
+					return
+				}
+				if !reflect.DeepEqual(list, before.lists[suffix]) {
+					t.Errorf("%s lists %v, not %v", suffix, list, before.lists[suffix])
+					return
+				}
+			}
+		}()
+	}
+	relayoutToEnd(t, r)
+	stop.Store(true)
+	wg.Wait()
+	require.NotEmpty(t, created)
+	require.Positive(t, duringCopy.Load(), "writes landed during the copy")
+	t.Logf("%d writes, %d of them during the copy", len(created), duringCopy.Load())
+
+	requireCurrentLayout(t, s)
+	after := viewOf(t, s, suffixes)
+	require.Equal(t, before.lists, after.lists)
+	for _, suffix := range suffixes {
+		want := before.states[suffix]
+		if v, ok := last[suffix]; ok {
+			want = v
+		}
+		require.Equal(t, want, after.states[suffix], suffix)
+	}
+	states, err := s.DIDStateGetMany(ctx, created)
+	require.NoError(t, err)
+	require.Len(t, states, len(created))
+}
+
+// TestRelayoutMirrorsWritesDuringTheCopy writes to did_states between the steps of the copy, on
+// both sides of its cursor: an insert, a replacement, a delete. The new table ends with each.
+func TestRelayoutMirrorsWritesDuringTheCopy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir, suffixes := oldLayout(t, 400, 40)
+	s := openDir(t, dir)
+	r := newTestRelayout(t, s)
+	for {
+		phase, _, err := r.runOnce(ctx)
+		require.NoError(t, err)
+		var exists bool
+		require.NoError(t, s.writer.QueryRowContext(ctx, qRelayoutTableExists, "did_states_relayout").Scan(&exists))
+		if phase == relayoutCopy && exists {
+			break
+		}
+	}
+	_, _, err := r.runOnce(ctx) // one page copied
+	require.NoError(t, err)
+	sorted := slices.Sorted(slices.Values(suffixes))
+	copied, ahead, gone := sorted[3], sorted[len(sorted)-3], sorted[len(sorted)-1]
+	require.NoError(t, s.DIDStatePutMany(ctx, []store.DIDState{
+		{Suffix: copied, State: []byte("newer, copied"), Positions: []store.DIDPosition{{AnchorSeq: 7}}},
+		{Suffix: ahead, State: []byte("newer, not yet copied"), Positions: []store.DIDPosition{{AnchorSeq: 8}}},
+		{Suffix: "EiAinserted", State: []byte("inserted"), Positions: []store.DIDPosition{{AnchorSeq: 9}}},
+	}))
+	_, err = s.writer.ExecContext(ctx, `DELETE FROM did_states WHERE suffix = ?`, gone)
+	require.NoError(t, err)
+	relayoutToEnd(t, r)
+	requireCurrentLayout(t, s)
+	states, err := s.DIDStateGetMany(ctx, []string{copied, ahead, gone, "EiAinserted"})
+	require.NoError(t, err)
+	require.Equal(t, map[string][]byte{copied: []byte("newer, copied"), ahead: []byte("newer, not yet copied"), "EiAinserted": []byte("inserted")}, states)
+	var n int
+	require.NoError(t, s.writer.QueryRowContext(ctx, `SELECT COUNT(*) FROM did_states`).Scan(&n))
+	require.Equal(t, len(suffixes), n)
+}
+
+// TestRelayoutWaitsForTheStateFill: while the states of DIDs indexed before did_states are
+// still to be computed, the suffix index is all that finds those DIDs: it stays.
+func TestRelayoutWaitsForTheStateFill(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir, _ := oldLayout(t, 50, 10)
+	s := openDir(t, dir)
+	require.NoError(t, s.SettingPut(ctx, store.DIDStateFillSetting, []byte("after:x")))
+	r := newTestRelayout(t, s)
+	var err error
+	for range 10 {
+		if _, _, err = r.runOnce(ctx); err != nil {
+			break
+		}
+	}
+	require.ErrorIs(t, err, errRelayoutWaits)
+	require.True(t, s.layout.bySuffix.Load())
+	require.NoError(t, s.SettingPut(ctx, store.DIDStateFillSetting, []byte("done")))
+	relayoutToEnd(t, r)
+	requireCurrentLayout(t, s)
+}
+
+func assertNoError(t testing.TB, err error) bool {
+	t.Helper()
+	if err != nil {
+		t.Error(err)
+		return false
+	}
+	return true
+}
+
+// copyDir copies a closed store's data directory.
+func copyDir(t testing.TB, dir string) string {
+	t.Helper()
+	to := t.TempDir()
+	src, err := os.Open(filepath.Join(dir, FileName))
+	require.NoError(t, err)
+	defer src.Close()
+	dst, err := os.OpenFile(filepath.Join(to, FileName), os.O_CREATE|os.O_WRONLY, 0o600)
+	require.NoError(t, err)
+	_, err = io.Copy(dst, src)
+	require.NoError(t, err)
+	require.NoError(t, dst.Close())
+	return to
+}
