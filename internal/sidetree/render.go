@@ -182,10 +182,6 @@ func renderDocument(did *DID, st *State, m Metadata) []byte {
 		b = append(b, ']')
 	}
 
-	// Verification relationships appear in the order their purposes are first seen (a Map in
-	// the reference implementation).
-	var purposes []string
-	var refs [][]string
 	if len(doc.PublicKeys) > 0 {
 		b = append(b, `,"verificationMethod":[`...)
 		for i, k := range doc.PublicKeys {
@@ -201,33 +197,16 @@ func renderDocument(did *DID, st *State, m Metadata) []byte {
 			b = append(b, `,"publicKeyJwk":`...)
 			b = append(b, k.JWK...)
 			b = append(b, '}')
-			for _, purpose := range k.Purposes {
-				j := indexOf(purposes, purpose)
-				if j < 0 {
-					purposes = append(purposes, purpose)
-					refs = append(refs, nil)
-					j = len(purposes) - 1
-				}
-				refs[j] = append(refs[j], "#"+k.ID)
-			}
 		}
 		b = append(b, ']')
 	}
-	for i, purpose := range purposes {
-		b = append(b, ',')
-		b = jsontree.AppendQuoted(b, purpose)
-		b = append(b, ":["...)
-		for j, r := range refs[i] {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = jsontree.AppendQuoted(b, r)
-		}
-		b = append(b, ']')
-	}
+	b = appendRelationships(b, doc.PublicKeys)
 
 	b = append(b, `},"didDocumentMetadata":{`...)
-	short := did.ShortForm()
+	short := id
+	if did.orb != nil || did.IsLongForm() {
+		short = did.ShortForm()
+	}
 	switch {
 	case !did.IsLongForm():
 		b = append(b, `"canonicalId":`...)
@@ -277,6 +256,42 @@ func appendBool(b []byte, v bool) []byte {
 		return append(b, "true"...)
 	}
 	return append(b, "false"...)
+}
+
+// appendRelationships writes the verification relationships of keys, each preceded by a comma,
+// in the order their purposes are first seen (a Map in the reference implementation), each
+// listing the keys that serve it in the keys' order. Keys serve few distinct purposes (five are
+// defined), so each is looked for again in every key rather than collected: a resolution that
+// misses the cache allocates nothing for them.
+func appendRelationships(b []byte, keys []PublicKey) []byte {
+	var seen [8]string
+	purposes := seen[:0]
+	for _, k := range keys {
+		for _, purpose := range k.Purposes {
+			if indexOf(purposes, purpose) >= 0 {
+				continue
+			}
+			purposes = append(purposes, purpose)
+			b = append(b, ',')
+			b = jsontree.AppendQuoted(b, purpose)
+			b = append(b, ":["...)
+			first := true
+			for _, r := range keys {
+				for _, q := range r.Purposes {
+					if q != purpose {
+						continue
+					}
+					if !first {
+						b = append(b, ',')
+					}
+					first = false
+					b = jsontree.AppendQuoted(b, "#"+r.ID)
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return b
 }
 
 func indexOf(list []string, s string) int {
