@@ -64,10 +64,21 @@ type Metadata struct {
 // RenderResolutionWithMetadata is RenderResolution with m's members added to
 // didDocumentMetadata.
 func RenderResolutionWithMetadata(did *DID, st *State, m Metadata) ([]byte, ResolutionStatus) {
+	return appendResolution(nil, did, st, m)
+}
+
+// AppendResolution is RenderResolution appending the result to b: a caller that keeps a copy of
+// the result anyway (the resolver's cache) renders into a buffer it reuses. b is returned as it
+// was when the status is ResolutionNotFound.
+func AppendResolution(b []byte, did *DID, st *State) ([]byte, ResolutionStatus) {
+	return appendResolution(b, did, st, Metadata{})
+}
+
+func appendResolution(b []byte, did *DID, st *State, m Metadata) ([]byte, ResolutionStatus) {
 	if st == nil {
 		// InitialState is nil for a short form (no embedded create): not found.
 		if st = InitialState(did.Create); st == nil {
-			return nil, ResolutionNotFound
+			return b, ResolutionNotFound
 		}
 	}
 	if did.orb != nil {
@@ -75,12 +86,15 @@ func RenderResolutionWithMetadata(did *DID, st *State, m Metadata) ([]byte, Reso
 		if st.Deactivated {
 			status = ResolutionDeactivated
 		}
-		return renderOrbResult(did, st, m), status
+		if b == nil {
+			return renderOrbResult(did, st, m), status
+		}
+		return append(b, renderOrbResult(did, st, m)...), status
 	}
 	if st.Deactivated {
-		return renderDeactivated(did.ShortForm(), did.ShortForm(), st.Published, m), ResolutionDeactivated
+		return appendDeactivated(b, did.ShortForm(), did.ShortForm(), st.Published, m), ResolutionDeactivated
 	}
-	return renderDocument(did, st, m), ResolutionFound
+	return appendDocument(b, did, st, m), ResolutionFound
 }
 
 // RenderCreateResponse renders the body of a successful create request: the resolution result
@@ -97,8 +111,11 @@ func RenderCreateResponse(p Profile, create *Operation) []byte {
 	return renderDocument(did, InitialState(create), Metadata{})
 }
 
-func renderDeactivated(id, canonical string, published bool, m Metadata) []byte {
-	b := make([]byte, 0, 320)
+// appendDeactivated appends the result of a deactivated DID to b (nil: to a new buffer).
+func appendDeactivated(b []byte, id, canonical string, published bool, m Metadata) []byte {
+	if b == nil {
+		b = make([]byte, 0, 320)
+	}
 	b = append(b, `{"@context":`...)
 	b = jsontree.AppendQuoted(b, resolutionContext)
 	b = append(b, `,"didDocument":`...)
@@ -147,9 +164,16 @@ func appendMetadata(b []byte, m Metadata) []byte {
 func FormatTime(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
 
 func renderDocument(did *DID, st *State, m Metadata) []byte {
+	return appendDocument(nil, did, st, m)
+}
+
+// appendDocument appends renderDocument's result to b (nil: to a new buffer).
+func appendDocument(b []byte, did *DID, st *State, m Metadata) []byte {
 	id := did.renderID(st)
 	doc := &st.Document
-	b := make([]byte, 0, 1024+4*len(id))
+	if b == nil {
+		b = make([]byte, 0, 1024+4*len(id))
+	}
 	b = append(b, `{"@context":`...)
 	b = jsontree.AppendQuoted(b, resolutionContext)
 	b = append(b, `,"didDocument":`...)
