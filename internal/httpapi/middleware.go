@@ -67,9 +67,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if code == 0 {
 			code = http.StatusOK
 		}
-		method := methodLabel(r.Method)
-		f.m.requests.WithLabelValues(route, method, codeLabel(code)).Inc()
-		f.m.latency.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
+		f.m.observe(route, methodLabel(r.Method), code, time.Since(start).Seconds())
 	}()
 
 	if overCap(r) {
