@@ -368,6 +368,11 @@ func (d *decoder) byte() (byte, error) {
 
 // uvarint is binary.Uvarint over a string.
 func (d *decoder) uvarint() (uint64, error) {
+	// Most are one byte: counts, lengths, positions' indexes.
+	if d.off < len(d.s) && d.s[d.off] < 0x80 {
+		d.off++
+		return uint64(d.s[d.off-1]), nil
+	}
 	var v uint64
 	rest := d.s[d.off:]
 	for i := 0; i < len(rest) && i < binary.MaxVarintLen64; i++ {
