@@ -67,9 +67,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if code == 0 {
 			code = http.StatusOK
 		}
-		method := methodLabel(r.Method)
-		f.m.requests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
-		f.m.latency.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
+		f.m.observe(route, methodLabel(r.Method), code, time.Since(start).Seconds())
 	}()
 
 	if overCap(r) {
@@ -97,6 +95,23 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	f.next.ServeHTTP(sw, r)
+}
+
+// codeLabels are the labels of the status codes 100 to 599: strconv.Itoa allocates each one
+// above 99 anew, on every request.
+var codeLabels = func() (l [500]string) {
+	for i := range l {
+		l[i] = strconv.Itoa(100 + i)
+	}
+	return l
+}()
+
+// codeLabel is strconv.Itoa(code), without an allocation for a status code.
+func codeLabel(code int) string {
+	if code >= 100 && code < 600 {
+		return codeLabels[code-100]
+	}
+	return strconv.Itoa(code)
 }
 
 // methodLabel maps a method to its label: a client may send any token as a method.

@@ -38,16 +38,27 @@ const (
 	repDocumentJSON
 )
 
-// contentType returns the Content-Type of a representation.
-func (r representation) contentType() string {
+// contentType returns the Content-Type of a representation, as a header's values.
+func (r representation) contentType() []string {
 	switch r {
 	case repResolution:
-		return mediaResolution
+		return contentResolution
 	case repDocumentJSON:
-		return mediaDIDJSON
+		return contentDIDJSON
 	}
-	return mediaDIDLD
+	return contentDIDLD
 }
+
+// The values of the headers every resolution sets, set as they are rather than through
+// Header.Set, which canonicalizes the name and allocates the values each time. They are shared
+// by all responses: a header's values are only read, or replaced (Set, Add and append make a
+// slice of their own, as the length is the capacity).
+var (
+	varyAccept        = []string{"Accept"}
+	contentResolution = []string{mediaResolution}
+	contentDIDLD      = []string{mediaDIDLD}
+	contentDIDJSON    = []string{mediaDIDJSON}
+)
 
 // maxAcceptRanges bounds the media ranges of an Accept header that negotiate looks at; the
 // header itself is bounded by the server's MaxHeaderBytes.
@@ -146,6 +157,10 @@ var errBothVersions = errors.New("give versionId or versionTime, not both")
 // parseVersionQuery reads versionId and versionTime. versionTime is an RFC 3339 time; the
 // metadata's created and updated are written in whole seconds, and either can be passed back.
 func parseVersionQuery(r *http.Request) (versionQuery, error) {
+	if r.URL.RawQuery == "" {
+		// Most resolutions: Query would make a map to find nothing in it.
+		return versionQuery{}, nil
+	}
 	q := r.URL.Query()
 	v := versionQuery{id: q.Get("versionId")}
 	if len(v.id) > 200 {
@@ -187,7 +202,7 @@ func (c SidetreeConfig) getIdentifier(w http.ResponseWriter, r *http.Request) {
 	rep := repDefault
 	if !c.Orb {
 		// Orb's answer is the same whatever the Accept (see orb.go).
-		w.Header().Set("Vary", "Accept")
+		w.Header()["Vary"] = varyAccept
 		var ok bool
 		if rep, ok = negotiate(r.Header.Get("Accept")); !ok {
 			WriteError(w, http.StatusNotAcceptable, "representation_not_supported",
@@ -205,21 +220,22 @@ func (c SidetreeConfig) getIdentifier(w http.ResponseWriter, r *http.Request) {
 	}
 	did := r.PathValue("did")
 	res, err := c.resolve(r, did, rep, v, false)
-	var se *sidetree.Error
-	switch {
-	case errors.As(err, &se) && c.Orb:
-		c.writeOrbInvalidDID(w, did)
-		return
-	case errors.As(err, &se):
-		WriteError(w, http.StatusBadRequest, string(se.Code), se.Message)
-		return
-	case c.VersionNotFound != nil && errors.Is(err, c.VersionNotFound):
-		c.writeError(w, http.StatusNotFound, "version_not_found", "the DID has no such version")
-		return
-	case err != nil:
-		c.Logger.ErrorContext(r.Context(), "resolve", "error", err)
-		w.Header().Set("Retry-After", "1")
-		c.writeError(w, http.StatusServiceUnavailable, "unavailable", "resolution unavailable")
+	if err != nil {
+		// Declared here, not before: errors.As takes its address, which puts it on the heap
+		// for every request that declares it.
+		var se *sidetree.Error
+		switch {
+		case errors.As(err, &se) && c.Orb:
+			c.writeOrbInvalidDID(w, did)
+		case errors.As(err, &se):
+			WriteError(w, http.StatusBadRequest, string(se.Code), se.Message)
+		case c.VersionNotFound != nil && errors.Is(err, c.VersionNotFound):
+			c.writeError(w, http.StatusNotFound, "version_not_found", "the DID has no such version")
+		default:
+			c.Logger.ErrorContext(r.Context(), "resolve", "error", err)
+			w.Header().Set("Retry-After", "1")
+			c.writeError(w, http.StatusServiceUnavailable, "unavailable", "resolution unavailable")
+		}
 		return
 	}
 	switch {
@@ -242,7 +258,7 @@ func (c SidetreeConfig) getIdentifier(w http.ResponseWriter, r *http.Request) {
 // status codes (400 invalidDid, 404 notFound, 406 representationNotSupported, 410 for a
 // deactivated DID with its result, 501 methodNotSupported, 500 internalError).
 func (c SidetreeConfig) getDriverIdentifier(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Vary", "Accept")
+	w.Header()["Vary"] = varyAccept
 	rep, ok := negotiate(r.Header.Get("Accept"))
 	if !ok {
 		writeResolutionError(w, http.StatusNotAcceptable, "representationNotSupported",
@@ -264,18 +280,18 @@ func (c SidetreeConfig) getDriverIdentifier(w http.ResponseWriter, r *http.Reque
 		return
 	}
 	res, err := c.resolve(r, did, rep, v, true)
-	var se *sidetree.Error
-	switch {
-	case errors.As(err, &se):
-		writeResolutionError(w, http.StatusBadRequest, "invalidDid", se.Message)
-		return
-	case c.VersionNotFound != nil && errors.Is(err, c.VersionNotFound):
-		writeResolutionError(w, http.StatusNotFound, "notFound", "the DID has no such version")
-		return
-	case err != nil:
-		c.Logger.ErrorContext(r.Context(), "resolve", "error", err)
-		w.Header().Set("Retry-After", "1")
-		writeResolutionError(w, http.StatusInternalServerError, "internalError", "resolution unavailable")
+	if err != nil {
+		var se *sidetree.Error // declared here for the reason getIdentifier gives
+		switch {
+		case errors.As(err, &se):
+			writeResolutionError(w, http.StatusBadRequest, "invalidDid", se.Message)
+		case c.VersionNotFound != nil && errors.Is(err, c.VersionNotFound):
+			writeResolutionError(w, http.StatusNotFound, "notFound", "the DID has no such version")
+		default:
+			c.Logger.ErrorContext(r.Context(), "resolve", "error", err)
+			w.Header().Set("Retry-After", "1")
+			writeResolutionError(w, http.StatusInternalServerError, "internalError", "resolution unavailable")
+		}
 		return
 	}
 	if res.status == sidetree.ResolutionNotFound {
@@ -316,7 +332,7 @@ func (c SidetreeConfig) writeResolved(w http.ResponseWriter, r *http.Request, re
 		}
 		body = result.Document
 	}
-	w.Header().Set("Content-Type", rep.contentType())
+	w.Header()["Content-Type"] = rep.contentType()
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

@@ -166,7 +166,9 @@ func (r *Resolver) lookup(ctx context.Context, suffix string, rendered bool) (*s
 	entry := cachedState{fingerprint: fp}
 	if r.exclusive {
 		if stored != nil {
-			entry.data = bytes.Clone(stored)
+			// Kept as they are, not copied: no one changes them (the store's answer is this
+			// call's, or shared by the calls one query answered, which only read it).
+			entry.data = stored
 		} else {
 			entry.data = rec.AppendBinary(nil)
 		}
@@ -309,24 +311,45 @@ func (r *Resolver) Resolve(ctx context.Context, did string) ([]byte, sidetree.Re
 		// The id is the name asked for, so the rendering is not kept.
 		return r.resolveOrb(ctx, d, st, r.orbAnchors(), sidetree.Metadata{})
 	}
-	body, status = sidetree.RenderResolution(d, st)
-	if short && st != nil {
-		r.keepRendered(d.Suffix, fp, body, status)
+	if !short || st == nil {
+		body, status = sidetree.RenderResolution(d, st)
+		return body, status, nil
+	}
+	// The cache keeps a copy of the rendering, which is what the caller gets; the renderer's
+	// buffer is used again.
+	buf := renderBuffers.Get().(*[]byte)
+	rendered, status := sidetree.AppendResolution((*buf)[:0], d, st)
+	if body = r.keepRendered(d.Suffix, fp, rendered, status); body == nil {
+		body = bytes.Clone(rendered)
+	}
+	if cap(rendered) <= maxRenderBuffer {
+		*buf = rendered[:0]
+		renderBuffers.Put(buf)
 	}
 	return body, status, nil
 }
 
-// keepRendered keeps the short-form rendering of the state with fingerprint fp, if that is still
-// the cached state (an Invalidate since forgot it, or a newer state took its place: then the
-// rendering is of no use).
-func (r *Resolver) keepRendered(suffix string, fp uint64, body []byte, status sidetree.ResolutionStatus) {
+// renderBuffers holds the buffers short-form resolutions render into (*[]byte), so that a miss
+// allocates only the rendering the cache keeps. A buffer grown beyond maxRenderBuffer (a DID
+// with a large document) is left to the collector.
+var renderBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxRenderBuffer = 64 << 10
+
+// keepRendered keeps a copy of the short-form rendering of the state with fingerprint fp, if
+// that is still the cached state (an Invalidate since forgot it, or a newer state took its
+// place: then the rendering is of no use), and returns the copy; nil when it kept none.
+func (r *Resolver) keepRendered(suffix string, fp uint64, body []byte, status sidetree.ResolutionStatus) []byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c, ok := r.cache[suffix]; ok && c.fingerprint == fp && c.rendering() == nil {
-		// One slice of the exact length: the renderer's buffer has room to spare (1.5 KiB for a
-		// 0.9 KiB result), which a cache of 100,000 entries would keep.
-		data := make([]byte, 0, len(c.data)+len(body))
-		c.data, c.status = append(append(data, c.data...), body...), status
-		r.cache[suffix] = c
+	c, ok := r.cache[suffix]
+	if !ok || c.fingerprint != fp || c.rendering() != nil {
+		return nil
 	}
+	// One slice of the exact length: a renderer's buffer has room to spare (1.5 KiB for a
+	// 0.9 KiB result), which a cache of 100,000 entries would keep.
+	data := make([]byte, 0, len(c.data)+len(body))
+	c.data, c.status = append(append(data, c.data...), body...), status
+	r.cache[suffix] = c
+	return c.data[len(c.data)-len(body):]
 }

@@ -134,7 +134,8 @@ func BenchmarkResolveHistory(b *testing.B) {
 // BenchmarkResolutionMiss is what a resolution that misses the resolver's state cache costs
 // besides reading the index, for a create of the load generator's shape (a key and a service):
 // "replay" parses the create, resolves and renders (before the compact state), "record" decodes
-// the DID's StateRecord and renders. "encode" is what indexing the create adds.
+// the DID's StateRecord and renders, "decode" only decodes it. "encode" is what indexing the
+// create adds. httpapi's BenchmarkResolutionMissServed has the whole miss, the read included.
 func BenchmarkResolutionMiss(b *testing.B) {
 	w := wallet.New(wallet.Config{})
 	k, err := w.NewKey()
@@ -170,6 +171,14 @@ func BenchmarkResolutionMiss(b *testing.B) {
 				b.Fatal(err)
 			}
 			sidetree.RenderResolution(did, r.State)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := sidetree.DecodeStateRecord(id.Suffix, stored); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 	b.Run("encode", func(b *testing.B) {

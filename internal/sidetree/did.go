@@ -21,10 +21,18 @@ type DID struct {
 
 	// orb is set for a DID parsed under did:orb's names (see names.go).
 	orb *orbName
+	// short is ShortForm's result when ParseDID had it in the string it parsed, "" otherwise:
+	// a resolution renders it twice or more, and building it was one allocation each time.
+	short string
 }
 
 // ShortForm returns did:<method>:<suffix>.
-func (d *DID) ShortForm() string { return "did:" + d.Method + ":" + d.Suffix }
+func (d *DID) ShortForm() string {
+	if d.short != "" {
+		return d.short
+	}
+	return "did:" + d.Method + ":" + d.Suffix
+}
 
 // IsLongForm reports whether the DID was given in long form.
 func (d *DID) IsLongForm() bool { return d.LongForm != "" }
@@ -67,8 +75,9 @@ func ParseDID(p Profile, did string) (*DID, error) {
 	encoded := ""
 	if i := strings.LastIndexByte(rest, ':'); i >= 0 {
 		d.Suffix, encoded, d.LongForm = rest[:i], rest[i+1:], did
+		d.short = did[:len(prefix)+i]
 	} else {
-		d.Suffix = rest
+		d.Suffix, d.short = rest, did
 	}
 	if _, err := DecodeMultihash(d.Suffix); err != nil {
 		return nil, Wrap(CodeInvalidDID, err, "DID suffix %s", jsontree.QuoteExcerpt(d.Suffix))

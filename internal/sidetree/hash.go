@@ -84,6 +84,18 @@ func encodeDigest(sum [sha256Size]byte) string {
 // string must be canonical base64url of exactly 0x12 0x20 followed by 32 bytes.
 func DecodeMultihash(s string) ([sha256Size]byte, error) {
 	var digest [sha256Size]byte
+	if len(s) == EncodedMultihashLength {
+		// Decoded on the stack: every resolution parses its DID's suffix. Anything this refuses
+		// is refused below, with its reason. (The decoder skips newlines, which the charset
+		// check refuses, but a string with one decodes to fewer bytes.)
+		var src [EncodedMultihashLength]byte
+		var mh [multihashSize]byte
+		copy(src[:], s)
+		if n, err := base64.RawURLEncoding.Strict().Decode(mh[:], src[:]); err == nil && n == multihashSize && mh[0] == multihashSHA256 && mh[1] == sha256Size {
+			copy(digest[:], mh[2:])
+			return digest, nil
+		}
+	}
 	b, err := decodeBase64URLStrict(s)
 	if err != nil {
 		return digest, err

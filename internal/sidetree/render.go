@@ -64,10 +64,21 @@ type Metadata struct {
 // RenderResolutionWithMetadata is RenderResolution with m's members added to
 // didDocumentMetadata.
 func RenderResolutionWithMetadata(did *DID, st *State, m Metadata) ([]byte, ResolutionStatus) {
+	return appendResolution(nil, did, st, m)
+}
+
+// AppendResolution is RenderResolution appending the result to b: a caller that keeps a copy of
+// the result anyway (the resolver's cache) renders into a buffer it reuses. b is returned as it
+// was when the status is ResolutionNotFound.
+func AppendResolution(b []byte, did *DID, st *State) ([]byte, ResolutionStatus) {
+	return appendResolution(b, did, st, Metadata{})
+}
+
+func appendResolution(b []byte, did *DID, st *State, m Metadata) ([]byte, ResolutionStatus) {
 	if st == nil {
 		// InitialState is nil for a short form (no embedded create): not found.
 		if st = InitialState(did.Create); st == nil {
-			return nil, ResolutionNotFound
+			return b, ResolutionNotFound
 		}
 	}
 	if did.orb != nil {
@@ -75,12 +86,15 @@ func RenderResolutionWithMetadata(did *DID, st *State, m Metadata) ([]byte, Reso
 		if st.Deactivated {
 			status = ResolutionDeactivated
 		}
-		return renderOrbResult(did, st, m), status
+		if b == nil {
+			return renderOrbResult(did, st, m), status
+		}
+		return append(b, renderOrbResult(did, st, m)...), status
 	}
 	if st.Deactivated {
-		return renderDeactivated(did.ShortForm(), did.ShortForm(), st.Published, m), ResolutionDeactivated
+		return appendDeactivated(b, did.ShortForm(), did.ShortForm(), st.Published, m), ResolutionDeactivated
 	}
-	return renderDocument(did, st, m), ResolutionFound
+	return appendDocument(b, did, st, m), ResolutionFound
 }
 
 // RenderCreateResponse renders the body of a successful create request: the resolution result
@@ -97,8 +111,11 @@ func RenderCreateResponse(p Profile, create *Operation) []byte {
 	return renderDocument(did, InitialState(create), Metadata{})
 }
 
-func renderDeactivated(id, canonical string, published bool, m Metadata) []byte {
-	b := make([]byte, 0, 320)
+// appendDeactivated appends the result of a deactivated DID to b (nil: to a new buffer).
+func appendDeactivated(b []byte, id, canonical string, published bool, m Metadata) []byte {
+	if b == nil {
+		b = make([]byte, 0, 320)
+	}
 	b = append(b, `{"@context":`...)
 	b = jsontree.AppendQuoted(b, resolutionContext)
 	b = append(b, `,"didDocument":`...)
@@ -147,9 +164,16 @@ func appendMetadata(b []byte, m Metadata) []byte {
 func FormatTime(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
 
 func renderDocument(did *DID, st *State, m Metadata) []byte {
+	return appendDocument(nil, did, st, m)
+}
+
+// appendDocument appends renderDocument's result to b (nil: to a new buffer).
+func appendDocument(b []byte, did *DID, st *State, m Metadata) []byte {
 	id := did.renderID(st)
 	doc := &st.Document
-	b := make([]byte, 0, 1024+4*len(id))
+	if b == nil {
+		b = make([]byte, 0, 1024+4*len(id))
+	}
 	b = append(b, `{"@context":`...)
 	b = jsontree.AppendQuoted(b, resolutionContext)
 	b = append(b, `,"didDocument":`...)
@@ -182,10 +206,6 @@ func renderDocument(did *DID, st *State, m Metadata) []byte {
 		b = append(b, ']')
 	}
 
-	// Verification relationships appear in the order their purposes are first seen (a Map in
-	// the reference implementation).
-	var purposes []string
-	var refs [][]string
 	if len(doc.PublicKeys) > 0 {
 		b = append(b, `,"verificationMethod":[`...)
 		for i, k := range doc.PublicKeys {
@@ -201,33 +221,16 @@ func renderDocument(did *DID, st *State, m Metadata) []byte {
 			b = append(b, `,"publicKeyJwk":`...)
 			b = append(b, k.JWK...)
 			b = append(b, '}')
-			for _, purpose := range k.Purposes {
-				j := indexOf(purposes, purpose)
-				if j < 0 {
-					purposes = append(purposes, purpose)
-					refs = append(refs, nil)
-					j = len(purposes) - 1
-				}
-				refs[j] = append(refs[j], "#"+k.ID)
-			}
 		}
 		b = append(b, ']')
 	}
-	for i, purpose := range purposes {
-		b = append(b, ',')
-		b = jsontree.AppendQuoted(b, purpose)
-		b = append(b, ":["...)
-		for j, r := range refs[i] {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = jsontree.AppendQuoted(b, r)
-		}
-		b = append(b, ']')
-	}
+	b = appendRelationships(b, doc.PublicKeys)
 
 	b = append(b, `},"didDocumentMetadata":{`...)
-	short := did.ShortForm()
+	short := id
+	if did.orb != nil || did.IsLongForm() {
+		short = did.ShortForm()
+	}
 	switch {
 	case !did.IsLongForm():
 		b = append(b, `"canonicalId":`...)
@@ -277,6 +280,42 @@ func appendBool(b []byte, v bool) []byte {
 		return append(b, "true"...)
 	}
 	return append(b, "false"...)
+}
+
+// appendRelationships writes the verification relationships of keys, each preceded by a comma,
+// in the order their purposes are first seen (a Map in the reference implementation), each
+// listing the keys that serve it in the keys' order. Keys serve few distinct purposes (five are
+// defined), so each is looked for again in every key rather than collected: a resolution that
+// misses the cache allocates nothing for them.
+func appendRelationships(b []byte, keys []PublicKey) []byte {
+	var seen [8]string
+	purposes := seen[:0]
+	for _, k := range keys {
+		for _, purpose := range k.Purposes {
+			if indexOf(purposes, purpose) >= 0 {
+				continue
+			}
+			purposes = append(purposes, purpose)
+			b = append(b, ',')
+			b = jsontree.AppendQuoted(b, purpose)
+			b = append(b, ":["...)
+			first := true
+			for _, r := range keys {
+				for _, q := range r.Purposes {
+					if q != purpose {
+						continue
+					}
+					if !first {
+						b = append(b, ',')
+					}
+					first = false
+					b = jsontree.AppendQuoted(b, "#"+r.ID)
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return b
 }
 
 func indexOf(list []string, s string) int {

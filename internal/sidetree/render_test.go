@@ -2,6 +2,11 @@ package sidetree_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -168,5 +173,69 @@ func TestRenderMetadata(t *testing.T) {
 		plain, _ := sidetree.RenderResolution(did, st)
 		zero, _ := sidetree.RenderResolutionWithMetadata(did, st, sidetree.Metadata{})
 		require.Equal(t, plain, zero, "zero metadata renders the reference implementation's result")
+	}
+}
+
+// TestRenderRelationships: the verification relationships follow the keys, in the order their
+// purposes are first seen, each listing the keys that serve it in the keys' order, for any keys
+// a state may hold (the decoder reads purposes that parsing would refuse, duplicates and
+// unknown names among them). The model is the renderer as it was before it stopped collecting
+// the relationships into slices.
+func TestRenderRelationships(t *testing.T) {
+	t.Parallel()
+	did, err := sidetree.ParseDID(sidetree.DefaultProfile(), "did:sidetree:EiDahaOGH-liLLdDtTxEAdc8i-cfCz-WUcQdRJheMVNn3A")
+	require.NoError(t, err)
+	render := func(keys []sidetree.PublicKey) string {
+		st := &sidetree.State{Suffix: did.Suffix, Published: true, RecoveryCommitment: "r", Document: sidetree.Document{PublicKeys: keys}}
+		body, status := sidetree.RenderResolution(did, st)
+		require.Equal(t, sidetree.ResolutionFound, status)
+		require.True(t, json.Valid(body), string(body))
+		rest := string(body[strings.Index(string(body), `"verificationMethod":[`):])
+		return rest[strings.Index(rest, "}]")+2 : strings.Index(rest, `},"didDocumentMetadata"`)]
+	}
+	model := func(keys []sidetree.PublicKey) string {
+		var purposes []string
+		var refs [][]string
+		for _, k := range keys {
+			for _, purpose := range k.Purposes {
+				j := slices.Index(purposes, purpose)
+				if j < 0 {
+					purposes, refs = append(purposes, purpose), append(refs, nil)
+					j = len(purposes) - 1
+				}
+				refs[j] = append(refs[j], "#"+k.ID)
+			}
+		}
+		var b strings.Builder
+		for i, purpose := range purposes {
+			list, err := json.Marshal(refs[i])
+			require.NoError(t, err)
+			fmt.Fprintf(&b, ",%q:%s", purpose, list)
+		}
+		return b.String()
+	}
+	key := func(id string, purposes ...string) sidetree.PublicKey {
+		return sidetree.PublicKey{ID: id, Type: "JsonWebKey2020", Purposes: purposes, JWK: []byte(`{"kty":"OKP"}`)}
+	}
+	keys := []sidetree.PublicKey{
+		key("k1", "authentication", "assertionMethod"), key("k2", "keyAgreement", "authentication"),
+		{ID: "k3", Type: "JsonWebKey2020", Purposes: []string{}, JWK: []byte(`{"kty":"OKP"}`)},
+		{ID: "k4", Type: "JsonWebKey2020", JWK: []byte(`{"kty":"OKP"}`)}, key("k5", "assertionMethod"),
+	}
+	require.Equal(t, `,"authentication":["#k1","#k2"],"assertionMethod":["#k1","#k5"],"keyAgreement":["#k2"]`, render(keys))
+	require.Empty(t, render(keys[2:4]))
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	names := []string{"authentication", "assertionMethod", "capabilityInvocation", "capabilityDelegation", "keyAgreement", "a", "b", "c", "d", "e", "f"}
+	for range 500 {
+		keys := make([]sidetree.PublicKey, 1+rng.IntN(12))
+		for i := range keys {
+			var purposes []string
+			for range rng.IntN(6) {
+				purposes = append(purposes, names[rng.IntN(len(names))])
+			}
+			keys[i] = key("k"+strconv.Itoa(i), purposes...)
+		}
+		require.Equal(t, model(keys), render(keys))
 	}
 }

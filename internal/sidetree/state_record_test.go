@@ -217,6 +217,10 @@ func TestStateRecordMatchesResolve(t *testing.T) {
 						body, status := sidetree.RenderResolution(did, decoded.State)
 						require.Equal(t, string(wantBody), string(body))
 						require.Equal(t, wantStatus, status)
+						// The resolver's cache renders into a buffer it reuses.
+						appended, status := sidetree.AppendResolution(append(make([]byte, 0, 16), "kept"...), did, decoded.State)
+						require.Equal(t, "kept"+string(wantBody), string(appended))
+						require.Equal(t, wantStatus, status)
 					}
 					rec = next
 				}

@@ -181,12 +181,33 @@ const hexDigits = "0123456789abcdef"
 func AppendQuoted(buf []byte, s string) []byte {
 	buf = append(buf, '"')
 	start := 0
-	for i := 0; i < len(s); i++ {
+	for i := 0; i < len(s); {
+		// Eight bytes at a time while none is escaped: most strings have nothing to escape
+		// (a resolution result is mostly quoted identifiers and URLs). The last word is the
+		// string's last eight bytes, which may overlap the one before. Each test is the classic
+		// one for a zero byte in a word (after an XOR with the byte looked for) or a byte under
+		// a bound, which may misplace the byte that matched but never misses one; a word with
+		// one goes byte by byte.
+		if len(s) >= 8 {
+			j := min(i, len(s)-8)
+			w := s[j : j+8]
+			x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+				uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+			const ones, highs = 0x0101010101010101, 0x8080808080808080
+			quote, backslash := x^('"'*ones), x^('\\'*ones)
+			control := (x - 0x20*ones) & ^x
+			if (control|(quote-ones)&^quote|(backslash-ones)&^backslash)&highs == 0 {
+				i = j + 8
+				continue
+			}
+		}
 		c := s[i]
+		i++
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue
 		}
-		buf = append(buf, s[start:i]...)
+		buf = append(buf, s[start:i-1]...)
+		start = i
 		switch c {
 		case '"', '\\':
 			buf = append(buf, '\\', c)
@@ -203,7 +224,6 @@ func AppendQuoted(buf []byte, s string) []byte {
 		default:
 			buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 		}
-		start = i + 1
 	}
 	buf = append(buf, s[start:]...)
 	return append(buf, '"')
