@@ -157,14 +157,5 @@ func (e executor) WaitingAnchorCount(ctx context.Context, origin string) (int, e
 // collect runs a read query and hands each row to scan.
 func (e executor) collect(ctx context.Context, q string, args []any, scan func(rows *sql.Rows) error) error {
 	rows, err := e.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := scan(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return eachRow(rows, err, scan)
 }
