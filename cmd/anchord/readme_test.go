@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -170,8 +171,23 @@ func (r *readmeRun) runBlock(block string) {
 		}
 		p := anchordtest.StartProcess(t, anchordtest.ProcessConfig{Args: args, Env: r.env, Dir: r.dir, Addr: addr})
 		r.running = append(r.running, p)
-		if args[0] == "serve" {
+		switch args[0] {
+		case "serve":
 			p.WaitHealthy(60 * time.Second)
+		case "devledger":
+			// The server of the next line would start without its ledger and only the end
+			// of the section would notice; the ledger has no health route, so dial it.
+			ledger := r.addr("127.0.0.1:8008")
+			anchordtest.Eventually(t, 30*time.Second, 20*time.Millisecond, func() bool {
+				if p.Exited() {
+					t.Fatalf("the development ledger exited:\n%s", p.Log())
+				}
+				c, err := net.DialTimeout("tcp", ledger, time.Second)
+				if err == nil {
+					c.Close()
+				}
+				return err == nil
+			}, "the development ledger listens on %s", ledger)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -64,16 +65,30 @@ func FreeAddr(tb testing.TB) string {
 	return fmt.Sprintf("127.0.0.1:%d", FreePorts(tb, 1)[0])
 }
 
+// The ports FreePorts hands out lie below Linux's ephemeral range (32768–60999 by default).
+// A port the kernel picked for a listen on :0 is also one it may give the next outgoing
+// connection once released, and a suite that runs many clients at once did take one between
+// the pick and the child's bind (a development ledger that never started). No connect takes a
+// port from this range, so only another test's pick could collide, and picks are random.
+const (
+	freePortLow  = 20000
+	freePortHigh = 32767
+)
+
 // FreePorts returns n distinct loopback ports that were free a moment ago (all held open at
 // once while they are picked, so they differ).
 func FreePorts(tb testing.TB, n int) []int {
 	tb.Helper()
 	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(tb, err, "find a free port")
+	for attempt := 0; len(ports) < n; attempt++ {
+		require.Less(tb, attempt, 1000, "find %d free loopback ports in %d–%d", n, freePortLow, freePortHigh)
+		port := freePortLow + rand.IntN(freePortHigh-freePortLow+1)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
 		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, port)
 	}
 	return ports
 }
