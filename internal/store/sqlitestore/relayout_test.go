@@ -461,3 +461,42 @@ func copyDir(t testing.TB, dir string) string {
 	require.NoError(t, dst.Close())
 	return to
 }
+
+// TestRelayoutSwitchKeepsAStateWrittenWithoutPositions writes a state that names no positions
+// while the switch waits for a read through the suffix index, after its look for states without
+// positions: the DID's operations are still found once the index is gone.
+func TestRelayoutSwitchKeepsAStateWrittenWithoutPositions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir, suffixes := oldLayout(t, 100, 10)
+	s := openDir(t, dir)
+	r := newTestRelayout(t, s)
+	want, err := s.DIDOperationList(ctx, suffixes[0])
+	require.NoError(t, err)
+	require.NotEmpty(t, want)
+	for {
+		_, end, _, err := r.fillPositions(ctx)
+		require.NoError(t, err)
+		if end {
+			break
+		}
+	}
+	// A read through the suffix index holds the switch between its look and the drop.
+	require.True(t, s.layout.enterSuffixRead())
+	switched := make(chan error, 1)
+	go func() {
+		_, err := r.switchReads(ctx)
+		switched <- err
+	}()
+	for s.layout.bySuffix.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	require.NoError(t, s.DIDStatePutMany(ctx, []store.DIDState{{Suffix: suffixes[0], State: []byte("no positions")}}))
+	s.layout.leaveSuffixRead()
+	require.NoError(t, <-switched)
+	relayoutToEnd(t, r)
+	requireCurrentLayout(t, s)
+	got, err := s.DIDOperationList(ctx, suffixes[0])
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
