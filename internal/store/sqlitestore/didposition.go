@@ -57,6 +57,17 @@ type indexLayout struct {
 	// only once none is left after the switch: a read SQLite prepared after the drop would
 	// still run, as a scan of every operation.
 	suffixReads atomic.Int64
+	// unnamed counts the writes of states that name no positions (stored as NULL, which the
+	// pass fills from the suffix index). The switch looks for such states outside the write
+	// lock; one written between that look and the drop is seen through this count instead.
+	unnamed atomic.Int64
+}
+
+// wroteUnnamed records a write of states of which some name no positions.
+func (l *indexLayout) wroteUnnamed() {
+	if l != nil {
+		l.unnamed.Add(1)
+	}
 }
 
 // enterSuffixRead reports whether a read goes through the suffix index; if so, the caller

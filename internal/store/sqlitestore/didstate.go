@@ -93,6 +93,15 @@ func (e executor) DIDStatePutMany(ctx context.Context, states []store.DIDState) 
 // reads what each chunk returns (nil: it returns nothing). As DIDOperationInsertMany does, the
 // statement of a full chunk is prepared once per call.
 func (e executor) writeStates(ctx context.Context, q string, states []store.DIDState, scan func(*sql.Rows) error) error {
+	// Counted before the write, so that the relayout's drop of the suffix index, which reads the
+	// count under the write lock, sees every such write that committed before it; one that then
+	// rolls back costs the pass one more round at most.
+	for _, s := range states {
+		if len(s.Positions) == 0 {
+			e.layout.wroteUnnamed()
+			break
+		}
+	}
 	return e.batch(ctx, func(tx *sql.Tx) error {
 		var full *sql.Stmt
 		defer func() {

@@ -410,7 +410,9 @@ func (r *Relayout) switchReads(ctx context.Context) (time.Duration, error) {
 	}
 	// Outside the write lock: a scan of every state. A state written with no positions after
 	// the pass passed it (none is expected: every state names at least its create's) sends it
-	// through again.
+	// through again; one written after the scan is told by the layout's count, read again
+	// under the lock of the drop.
+	unnamed := r.s.layout.unnamed.Load()
 	var unfilled bool
 	if err := r.s.reader.QueryRowContext(ctx, qRelayoutUnfilled).Scan(&unfilled); err != nil {
 		return 0, fmt.Errorf("look for states without positions: %w", err)
@@ -426,7 +428,14 @@ func (r *Relayout) switchReads(ctx context.Context) (time.Duration, error) {
 	if err := r.s.layout.stopSuffixReads(ctx); err != nil {
 		return 0, err
 	}
+	again := false
 	held, err := r.step(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if again = r.s.layout.unnamed.Load() != unnamed; again {
+			// Reads by positions would not find that DID's operations; the suffix index still
+			// does, and the pass comes back to the state.
+			r.s.layout.bySuffix.Store(true)
+			return putCursor(ctx, tx, relayoutPositions, "")
+		}
 		if _, err := tx.ExecContext(ctx, qDIDSuffixIndexDrop); err != nil {
 			return fmt.Errorf("drop the suffix index: %w", err)
 		}
@@ -434,6 +443,9 @@ func (r *Relayout) switchReads(ctx context.Context) (time.Duration, error) {
 	})
 	if err != nil {
 		return held, fmt.Errorf("switch reads to positions: %w", err)
+	}
+	if again {
+		r.logger.WarnContext(ctx, "per-DID index layout: a state without positions was written during the switch; going through the states again")
 	}
 	return held, nil
 }

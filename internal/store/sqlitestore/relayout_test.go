@@ -5,9 +5,12 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -460,4 +463,149 @@ func copyDir(t testing.TB, dir string) string {
 	require.NoError(t, err)
 	require.NoError(t, dst.Close())
 	return to
+}
+
+// TestRelayoutSwitchKeepsAStateWrittenWithoutPositions writes a state that names no positions
+// while the switch waits for a read through the suffix index, after its look for states without
+// positions: the DID's operations are still found once the index is gone.
+func TestRelayoutSwitchKeepsAStateWrittenWithoutPositions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir, suffixes := oldLayout(t, 100, 10)
+	s := openDir(t, dir)
+	r := newTestRelayout(t, s)
+	want, err := s.DIDOperationList(ctx, suffixes[0])
+	require.NoError(t, err)
+	require.NotEmpty(t, want)
+	for {
+		_, end, _, err := r.fillPositions(ctx)
+		require.NoError(t, err)
+		if end {
+			break
+		}
+	}
+	// A read through the suffix index holds the switch between its look and the drop.
+	require.True(t, s.layout.enterSuffixRead())
+	switched := make(chan error, 1)
+	go func() {
+		_, err := r.switchReads(ctx)
+		switched <- err
+	}()
+	for s.layout.bySuffix.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	require.NoError(t, s.DIDStatePutMany(ctx, []store.DIDState{{Suffix: suffixes[0], State: []byte("no positions")}}))
+	s.layout.leaveSuffixRead()
+	require.NoError(t, <-switched)
+	relayoutToEnd(t, r)
+	requireCurrentLayout(t, s)
+	got, err := s.DIDOperationList(ctx, suffixes[0])
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
+
+// statesOf returns every row of did_states: its state and its positions' column in hex, "NULL"
+// for NULL.
+func statesOf(t testing.TB, db *sql.DB) map[string][2]string {
+	t.Helper()
+	out := map[string][2]string{}
+	rows, err := db.Query(`SELECT suffix, state, COALESCE(hex(positions), 'NULL') FROM did_states`)
+	require.NoError(t, eachRow(rows, err, func(rows *sql.Rows) error {
+		var suffix, state, positions string
+		if err := rows.Scan(&suffix, &state, &positions); err != nil {
+			return err
+		}
+		out[suffix] = [2]string{state, positions}
+		return nil
+	}))
+	return out
+}
+
+// TestRelayoutKeepsRandomWritesAcrossStops interleaves the pass's steps, in every phase, with
+// replacements, inserts, deletes and changes of suffix of states and with stops of the store, at
+// random: did_states ends with each write, as it would without the pass.
+func TestRelayoutKeepsRandomWritesAcrossStops(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	base, suffixes := oldLayout(t, 400, 20)
+	// What the pass alone leaves: the states as they were, with their positions.
+	s := openDir(t, copyDir(t, base))
+	relayoutToEnd(t, newTestRelayout(t, s))
+	filled := statesOf(t, s.writer)
+	s.Close()
+	hexOf := func(pos []store.DIDPosition) string { return fmt.Sprintf("%X", appendPositions(nil, pos)) }
+
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(seed, seed))
+			want := maps.Clone(filled)
+			live := slices.Clone(suffixes)
+			dir := copyDir(t, base)
+			s := openDir(t, dir)
+			// Small pages: many steps in each phase, with writes between them.
+			small := func(r *Relayout) *Relayout {
+				r.positionsPage, r.copyPage, r.deletePage = 20, 25, 30
+				return r
+			}
+			r := small(newTestRelayout(t, s))
+			phases := map[relayoutPhase]int{}
+			for step := 0; ; step++ {
+				if step == 20_000 {
+					t.Fatal("the relayout does not end")
+				}
+				pick := func() int { return rng.IntN(len(live)) }
+				switch k := rng.IntN(10); {
+				case k < 4:
+					phase, _, err := r.runOnce(ctx)
+					require.NoError(t, err)
+					phases[phase]++
+					if phase == relayoutDone {
+						for _, p := range []relayoutPhase{relayoutPositions, relayoutCopy, relayoutDelete} {
+							require.Greater(t, phases[p], 5, p)
+						}
+						got := statesOf(t, s.writer)
+						for suffix := range maps.Keys(want) {
+							require.Equal(t, want[suffix], got[suffix], suffix)
+						}
+						require.Equal(t, len(want), len(got), "no state deleted comes back")
+						requireCurrentLayout(t, s)
+						return
+					}
+				case k < 6:
+					suffix, pos := live[pick()], []store.DIDPosition{{AnchorSeq: int64(step + 1), Index: 1}}
+					state := fmt.Sprint("replaced at ", step)
+					require.NoError(t, s.DIDStatePutMany(ctx, []store.DIDState{{Suffix: suffix, State: []byte(state), Positions: pos}}))
+					want[suffix] = [2]string{state, hexOf(pos)}
+				case k < 7:
+					suffix, pos := fmt.Sprintf("EiA%c%05d", 'A'+rng.IntN(60), step), []store.DIDPosition{{AnchorSeq: int64(step + 1)}}
+					inserted, err := s.DIDStateInsertMany(ctx, []store.DIDState{{Suffix: suffix, State: []byte("new"), Positions: pos}})
+					require.NoError(t, err)
+					require.True(t, inserted[suffix])
+					live = append(live, suffix)
+					want[suffix] = [2]string{"new", hexOf(pos)}
+				case k < 8:
+					i := pick()
+					_, err := s.writer.ExecContext(ctx, `DELETE FROM did_states WHERE suffix = ?`, live[i])
+					require.NoError(t, err)
+					delete(want, live[i])
+					live = slices.Delete(live, i, i+1)
+				case k < 9:
+					// With the positions the pass would give it: the new suffix has no rows.
+					i, suffix := pick(), fmt.Sprintf("EiA%c%05dr", 'A'+rng.IntN(60), step)
+					pos, err := hex.DecodeString(want[live[i]][1])
+					require.NoError(t, err)
+					_, err = s.writer.ExecContext(ctx, `UPDATE did_states SET suffix = ?, positions = ? WHERE suffix = ?`, suffix, pos, live[i])
+					require.NoError(t, err)
+					want[suffix] = want[live[i]]
+					delete(want, live[i])
+					live[i] = suffix
+				default:
+					s.Close()
+					s = openDir(t, dir)
+					r = small(newTestRelayout(t, s))
+				}
+			}
+		})
+	}
 }
