@@ -37,12 +37,19 @@ const MaintainIntervalDefault = 10 * time.Second
 // that cannot take it leaves the round to the one that holds it. ANALYZE and VACUUM (without
 // FULL) take a lock that blocks neither reads nor writes, only other maintenance of the same
 // table; VACUUM skips a table whose lock another maintainer (autovacuum) holds.
+//
+// Each round also reads the size of the schema's indexes against PostgreSQL's shared buffers
+// (buffers.go), in every instance: a read, and a warning an operator should see wherever it runs.
 type Maintainer struct {
 	pool     *pgxpool.Pool
 	interval time.Duration
 	logger   *slog.Logger
 	analyzed *prometheus.CounterVec
 	vacuumed *prometheus.CounterVec
+	// indexBytes and sharedBuffers are sizeOnce's readings; indexesOver whether the last one
+	// found the indexes larger than the buffers.
+	indexBytes, sharedBuffers prometheus.Gauge
+	indexesOver               bool
 }
 
 // Maintainer returns the Store's Maintainer, or nil when Config.MaintainInterval was zero.
@@ -59,9 +66,17 @@ func newMaintainer(pool *pgxpool.Pool, interval time.Duration, logger *slog.Logg
 			Name: "anchord_postgres_vacuum_total",
 			Help: "Tables VACUUMed because their dead rows passed autovacuum's default threshold.",
 		}, []string{"table"}),
+		indexBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "anchord_postgres_index_bytes",
+			Help: "Bytes of the indexes of anchord's tables, as last read.",
+		}),
+		sharedBuffers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "anchord_postgres_shared_buffers_bytes",
+			Help: "PostgreSQL's shared_buffers, in bytes; the indexes slow creates down once they outgrow it.",
+		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.analyzed, m.vacuumed} {
+		for _, c := range []prometheus.Collector{m.analyzed, m.vacuumed, m.indexBytes, m.sharedBuffers} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("register maintenance metrics: %w", err)
 			}
@@ -70,7 +85,7 @@ func newMaintainer(pool *pgxpool.Pool, interval time.Duration, logger *slog.Logg
 	return m, nil
 }
 
-// Run vacuums and analyzes every interval until ctx is done. A failed round is logged and
+// Run vacuums, analyzes and sizes the indexes every interval until ctx is done. A failed round is logged and
 // retried at the next tick: queries do not depend on it, only their plans and speed do.
 func (m *Maintainer) Run(ctx context.Context) error {
 	loop.Every(ctx, m.interval, func(ctx context.Context) {
@@ -79,6 +94,9 @@ func (m *Maintainer) Run(ctx context.Context) error {
 		}
 		if _, err := m.analyzeOnce(ctx); err != nil && ctx.Err() == nil {
 			m.logger.WarnContext(ctx, "analyze tables", "error", err)
+		}
+		if _, _, err := m.sizeOnce(ctx); err != nil && ctx.Err() == nil {
+			m.logger.WarnContext(ctx, "size the indexes", "error", err)
 		}
 	})
 	return nil

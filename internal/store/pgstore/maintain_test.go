@@ -2,6 +2,8 @@ package pgstore_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,4 +148,50 @@ func TestMaintainerVacuumsDeadRows(t *testing.T) {
 	var free bool
 	require.NoError(t, other.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext('anchord_vacuum:' || current_schema()))`).Scan(&free))
 	require.True(t, free, "the round's lock is released")
+}
+
+// A round reads the schema's indexes and the server's shared buffers as PostgreSQL reports
+// them, and says once, not every round, that the indexes outgrew the buffers, and once that
+// they fit again.
+func TestMaintainerSizesTheIndexesAgainstTheSharedBuffers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := storetest.PostgresURL(t)
+	var log anchordtest.SyncBuffer
+	s, err := pgstore.Open(ctx, pgstore.Config{URL: url, MaxConns: 4, MaintainInterval: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	m := s.Maintainer()
+	other, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = other.Close(context.Background()) })
+
+	empty, buffers, err := m.SizeOnce(ctx)
+	require.NoError(t, err)
+	_, err = other.Exec(ctx, `INSERT INTO did_operations (suffix, anchor_seq, op_index, op_type, request)
+		SELECT 'EiS' || i, 1, i, 'create', '\x7b7d' FROM generate_series(1, 5000) i`)
+	require.NoError(t, err)
+	indexes, _, err := m.SizeOnce(ctx)
+	require.NoError(t, err)
+	var want, wantBuffers int64
+	require.NoError(t, other.QueryRow(ctx, `SELECT sum(pg_relation_size(indexrelid))::bigint FROM pg_stat_user_indexes
+		WHERE schemaname = current_schema()`).Scan(&want))
+	require.NoError(t, other.QueryRow(ctx, `SELECT setting::bigint * current_setting('block_size')::bigint
+		FROM pg_settings WHERE name = 'shared_buffers'`).Scan(&wantBuffers))
+	require.Equal(t, want, indexes)
+	require.Greater(t, indexes, empty, "5,000 operations grew the operations' key")
+	require.Equal(t, wantBuffers, buffers)
+	require.NotContains(t, log.String(), "outgrow", "a new schema's indexes fit in any server's buffers")
+
+	const warning = "outgrow PostgreSQL's shared_buffers"
+	m.NoteSize(ctx, 2<<30, 1<<30)
+	m.NoteSize(ctx, 3<<30, 1<<30)
+	require.Equal(t, 1, strings.Count(log.String(), warning), log.String())
+	require.Contains(t, log.String(), "index_bytes=2147483648 shared_buffers_bytes=1073741824")
+	m.NoteSize(ctx, 1<<30, 2<<30)
+	m.NoteSize(ctx, 1<<30, 2<<30)
+	require.Equal(t, 1, strings.Count(log.String(), "fit in PostgreSQL's shared_buffers again"), log.String())
+	m.NoteSize(ctx, 3<<30, 2<<30)
+	require.Equal(t, 2, strings.Count(log.String(), warning), "outgrown again: said again")
 }
