@@ -3,6 +3,8 @@ package relay
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -227,4 +229,41 @@ func TestOrbPublisherIssuesAtTheAnchorTime(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, times[i].Equal(cred.IssuanceDate()), "anchor %d issued %s, anchored %s", i, cred.IssuanceDate(), times[i])
 	}
+}
+
+// DIDs handed over for an anchor that is already published (the publisher read them back
+// first) are not kept, and publishing an anchor drops what is held for it and every earlier
+// one (another domain's anchors, which this domain indexes but never publishes).
+func TestPublisherKeepsNoDIDsOfPublishedAnchors(t *testing.T) {
+	t.Parallel()
+	a := newDomain(t, newNetwork(), "a", sqlite(t))
+	w := wallet.New(wallet.Config{})
+	create := func() (string, []byte) {
+		d, req, err := w.Create()
+		require.NoError(t, err)
+		return d.Suffix, req
+	}
+	held := func() []int64 {
+		a.pub.mu.Lock()
+		defer a.pub.mu.Unlock()
+		return slices.Sorted(maps.Keys(a.pub.indexed))
+	}
+
+	x, cx := create()
+	first := a.anchorOps(cx)
+	require.Len(t, a.publishAll(), 1, "published from its batch files")
+	a.pub.Indexed(first.Seq, []string{x}) // the observer's hand-over, late
+	require.Empty(t, held(), "an anchor already published")
+
+	y, cy := create()
+	second := a.anchorOps(cy)
+	a.pub.Indexed(second.Seq, []string{y})
+	// What Indexed holds for an anchor of another domain sequenced before ours: the publisher
+	// passes over such anchors.
+	a.pub.mu.Lock()
+	a.pub.indexed[second.Seq-1] = []string{"another domain's"}
+	a.pub.mu.Unlock()
+	require.Equal(t, []int64{second.Seq - 1, second.Seq}, held())
+	require.Len(t, a.publishAll(), 1)
+	require.Empty(t, held())
 }
