@@ -10,7 +10,7 @@ import (
 // operations' by id), so once they outgrow the shared buffers nearly every insert evicts a dirty
 // page and reads one back. Loading ten million creates into one instance with PostgreSQL's
 // default 128 MB, the backends wrote ~3.5 evicted pages per create themselves and the load ran
-// at 75 % of its first million's rate by the tenth (docs/design/scale.md, "PostgreSQL at 10M").
+// at 75 % of its first million's rate by the tenth (docs/design/scale-cluster.md, "PostgreSQL at 10M").
 // That is the server's setting, not the schema's, so the Maintainer says so once, where an
 // operator looks, instead of leaving it to be found in a profile.
 const qIndexesAndBuffers = `SELECT
