@@ -74,10 +74,9 @@ func postAnchor(t *testing.T, d *testDomain, ls *activity.Linkset, inCAS bool) (
 
 // capturingFollower is a follower that takes every delivery and keeps its body.
 type capturingFollower struct {
-	srv  *httptest.Server
-	mu   sync.Mutex
-	got  [][]byte
-	down bool
+	srv *httptest.Server
+	mu  sync.Mutex
+	got [][]byte
 }
 
 func newCapturingFollower(t *testing.T) *capturingFollower {

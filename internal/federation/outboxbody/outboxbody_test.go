@@ -50,15 +50,16 @@ func anchorLinkset(t *testing.T, n int, mediaType string) *activity.Linkset {
 }
 
 // createOf is an anchor's Create as the publisher builds it, completed as the outbox completes
-// it, and its JSON: the body the outbox stored before it compacted any.
-func createOf(t *testing.T, ls *activity.Linkset) (*activity.Activity, []byte, []byte) {
+// it (with the id actor/activities/<id>), its JSON (the body the outbox stored before it
+// compacted any) and the linkset's CAS bytes.
+func createOf(t *testing.T, ls *activity.Linkset, id string) (*activity.Activity, []byte, []byte) {
 	t.Helper()
 	lsJSON, err := ls.Canonical()
 	require.NoError(t, err)
 	published := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	a := &activity.Activity{
 		Context: activity.Strings{activity.ContextActivityStreams},
-		ID:      actor + "/activities/1", Type: activity.TypeCreate, Actor: actor,
+		ID:      actor + "/activities/" + id, Type: activity.TypeCreate, Actor: actor,
 		To:        activity.Strings{actor + "/followers", activity.PublicIRI},
 		Object:    &activity.Object{AnchorEvent: activity.NewAnchorEvent(activity.NewHashlink(lsJSON, "https://a.example/cas/x"), ls)},
 		Published: &published,
@@ -100,10 +101,7 @@ func TestCompactRoundTrip(t *testing.T) {
 		for _, mt := range []string{activity.MediaTypeGzipBase64, activity.MediaTypeJSON} {
 			t.Run(mt, func(t *testing.T) {
 				ls := anchorLinkset(t, 200, mt)
-				a, body, lsJSON := createOf(t, ls)
-				a.ID += mt
-				body, err := json.Marshal(a)
-				require.NoError(t, err)
+				a, body, lsJSON := createOf(t, ls, mt)
 				embedded, err := json.Marshal(ls)
 				require.NoError(t, err)
 				require.NotEqual(t, lsJSON, embedded, "the embedded linkset is not the CAS bytes: it is re-encoded")
@@ -139,17 +137,13 @@ func TestCompactKeepsTheFullBody(t *testing.T) {
 	}
 
 	t.Run("CASLacksTheLinkset", func(t *testing.T) {
-		a, body, _ := createOf(t, anchorLinkset(t, 3, activity.MediaTypeGzipBase64))
-		a.ID += "/no-cas"
-		body, err := json.Marshal(a)
-		require.NoError(t, err)
+		a, body, _ := createOf(t, anchorLinkset(t, 3, activity.MediaTypeGzipBase64), "no-cas")
 		full(t, a, body, nil)
 	})
 	t.Run("CASHoldsOtherBytes", func(t *testing.T) {
 		// The url names content CAS has, but it is not this linkset.
 		ls := anchorLinkset(t, 3, activity.MediaTypeGzipBase64)
-		a, _, lsJSON := createOf(t, anchorLinkset(t, 4, activity.MediaTypeGzipBase64))
-		a.ID += "/other"
+		a, _, lsJSON := createOf(t, anchorLinkset(t, 4, activity.MediaTypeGzipBase64), "other")
 		a.Object.AnchorEvent.Object = ls
 		body, err := json.Marshal(a)
 		require.NoError(t, err)
@@ -160,10 +154,7 @@ func TestCompactKeepsTheFullBody(t *testing.T) {
 		// the character itself: the bytes would differ, so nothing is cut.
 		ls := anchorLinkset(t, 3, activity.MediaTypeGzipBase64)
 		ls.Linkset[0].Via = activity.Refs{{HRef: "https://a.example/\xff"}}
-		a, body, lsJSON := createOf(t, ls)
-		a.ID += "/utf8"
-		body, err := json.Marshal(a)
-		require.NoError(t, err)
+		a, body, lsJSON := createOf(t, ls, "utf8")
 		full(t, a, body, lsJSON)
 	})
 	t.Run("NoAnchorEvent", func(t *testing.T) {
@@ -179,8 +170,7 @@ func TestCompactKeepsTheFullBody(t *testing.T) {
 		full(t, a, body, lsJSON)
 	})
 	t.Run("BareReference", func(t *testing.T) {
-		a, _, lsJSON := createOf(t, anchorLinkset(t, 3, activity.MediaTypeGzipBase64))
-		a.ID += "/bare"
+		a, _, lsJSON := createOf(t, anchorLinkset(t, 3, activity.MediaTypeGzipBase64), "bare")
 		a.Object.AnchorEvent.Object = nil
 		body, err := json.Marshal(a)
 		require.NoError(t, err)
@@ -192,7 +182,7 @@ func TestCompactKeepsTheFullBody(t *testing.T) {
 // hold.
 func TestExpandOldRows(t *testing.T) {
 	t.Parallel()
-	_, body, _ := createOf(t, anchorLinkset(t, 3, activity.MediaTypeGzipBase64))
+	_, body, _ := createOf(t, anchorLinkset(t, 3, activity.MediaTypeGzipBase64), "old")
 	for _, old := range [][]byte{body, []byte(`{}`), []byte(`{"id":"https://a.example/activities/1"}`), nil} {
 		got, err := outboxbody.Expand(context.Background(), failingCAS{}, old)
 		require.NoError(t, err)
@@ -219,7 +209,7 @@ func TestExpandFailsRatherThanServeAnotherBody(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ls := anchorLinkset(t, 3, activity.MediaTypeGzipBase64)
-	a, body, lsJSON := createOf(t, ls)
+	a, body, lsJSON := createOf(t, ls, "1")
 	stored, err := outboxbody.Compact(ctx, fixedCAS(lsJSON), a, body)
 	require.NoError(t, err)
 	require.True(t, outboxbody.IsCompact(stored))
