@@ -110,7 +110,7 @@ func (s *Service) withdraw(ctx context.Context, op, kind, target string) error {
 		Context: activity.Strings{activity.ContextActivityStreams},
 		Type:    activity.TypeUndo, To: activity.Strings{target},
 	}
-	if sent, err := s.st.ActivityOutboxGet(ctx, r.ActivityID); err == nil {
+	if sent, err := s.outboxGet(ctx, r.ActivityID); err == nil {
 		var req activity.Activity
 		if err := json.Unmarshal(sent.Body, &req); err == nil {
 			undo.Object = &activity.Object{Activity: &req}

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/anchord/anchord/internal/egress"
+	"github.com/anchord/anchord/internal/federation/outboxbody"
 	"github.com/anchord/anchord/internal/loop"
 	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/testsignal"
@@ -91,11 +92,12 @@ func (d *Deliverer) runOnce(ctx context.Context) (DeliverResult, error) {
 	}
 	res.Claimed = len(claimed)
 	outcomes := make([]string, len(claimed))
+	bodies := d.expand(ctx, claimed)
 	g := errgroup.Group{}
 	g.SetLimit(s.cfg.DeliveryConcurrency)
 	for i, dl := range claimed {
 		g.Go(func() error {
-			outcomes[i] = d.deliver(ctx, dl)
+			outcomes[i] = d.deliver(ctx, dl, bodies[dl.OutboxSeq])
 			return nil
 		})
 	}
@@ -129,14 +131,45 @@ const (
 	outcomeLost      = "lost" // the claim was taken over; the new holder settles it
 )
 
-func (d *Deliverer) deliver(ctx context.Context, dl store.ActivityDelivery) string {
+// expanded is an outbox activity's body as posted, or why it could not be had.
+type expanded struct {
+	body []byte
+	err  error
+}
+
+// expand returns the bodies of the claimed deliveries' activities as posted, by outbox row: the
+// claim returns them as stored, and an activity stored without its linkset is expanded once
+// for all its recipients in the round.
+func (d *Deliverer) expand(ctx context.Context, claimed []store.ActivityDelivery) map[int64]expanded {
+	out := make(map[int64]expanded, len(claimed))
+	for _, dl := range claimed {
+		if _, ok := out[dl.OutboxSeq]; ok {
+			continue
+		}
+		body, err := outboxbody.Expand(ctx, d.s.st, dl.Body)
+		if err != nil {
+			err = fmt.Errorf("outbox activity %s: %w", dl.ActivityID, err)
+		}
+		out[dl.OutboxSeq] = expanded{body: body, err: err}
+	}
+	return out
+}
+
+func (d *Deliverer) deliver(ctx context.Context, dl store.ActivityDelivery, act expanded) string {
 	s := d.s
-	err := d.post(ctx, dl)
+	// What cannot be expanded is not sent: an attempt that failed, and its dead letter keeps
+	// the row as stored.
+	body, err := act.body, act.err
+	if err == nil {
+		err = d.post(ctx, dl.Recipient, body)
+	} else {
+		body = dl.Body
+	}
 	outcome, settleErr := settle(ctx, s, settleParams{
 		claim: dl.Claim(), attempts: dl.Attempts, err: err,
 		// The outbound guard will refuse the same address next time: parked at once, with why.
 		permanent: errors.Is(err, egress.ErrRefused), kind: "delivery", ref: deliveryRefPrefix + strconv.FormatInt(dl.ID, 10),
-		what: "delivery of " + dl.ActivityID + " to " + dl.Recipient, payload: dl.Body, history: dl.History,
+		what: "delivery of " + dl.ActivityID + " to " + dl.Recipient, payload: body, history: dl.History,
 		complete: func(ctx context.Context, tx store.Executor, c store.ActivityClaim) error {
 			return tx.ActivityDeliveryComplete(ctx, store.ActivityCompleteParams{Claim: c, Keep: s.cfg.DeliveredKeep})
 		},
@@ -171,12 +204,12 @@ func (d *Deliverer) deliver(ctx context.Context, dl store.ActivityDelivery) stri
 }
 
 // post resolves the recipient's inbox and POSTs the activity to it.
-func (d *Deliverer) post(ctx context.Context, dl store.ActivityDelivery) error {
-	a, err := d.s.client.Actor(ctx, dl.Recipient)
+func (d *Deliverer) post(ctx context.Context, recipient string, body []byte) error {
+	a, err := d.s.client.Actor(ctx, recipient)
 	if err != nil {
 		return err
 	}
-	return d.s.client.Post(ctx, a.Inbox, dl.Body)
+	return d.s.client.Post(ctx, a.Inbox, body)
 }
 
 // gaugeInterval spaces the counts behind the state gauges: they scan the inbox for parked rows.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/anchord/anchord/internal/activity"
+	"github.com/anchord/anchord/internal/federation/outboxbody"
 	"github.com/anchord/anchord/internal/httpapi"
 	"github.com/anchord/anchord/internal/httpsig"
 	"github.com/anchord/anchord/internal/store"
@@ -288,9 +290,20 @@ func (s *Service) getOutbox(w http.ResponseWriter, r *http.Request) {
 			}
 			items := make([]pageItem, len(rows))
 			for i, row := range rows {
-				items[i] = pageItem{id: row.ActivityID, body: row.Body}
+				items[i] = pageItem{id: row.ActivityID, body: row.Body, size: outboxbody.Size(row.Body)}
 			}
-			return withinPageBytes(items), nil
+			out := withinPageBytes(items)
+			// Only the activities the page embeds are expanded: the linksets of the others
+			// would be read for nothing.
+			for i, o := range out {
+				if o.Document == nil {
+					continue
+				}
+				if o.Document, err = outboxbody.Expand(ctx, s.st, o.Document); err != nil {
+					return nil, fmt.Errorf("outbox activity %s: %w", rows[i].ActivityID, err)
+				}
+			}
+			return out, nil
 		})
 }
 
@@ -307,7 +320,7 @@ func (s *Service) getInbox(w http.ResponseWriter, r *http.Request) {
 			}
 			items := make([]pageItem, len(rows))
 			for i, row := range rows {
-				items[i] = pageItem{id: row.ActivityID, body: row.Body}
+				items[i] = pageItem{id: row.ActivityID, body: row.Body, size: len(row.Body)}
 			}
 			return withinPageBytes(items), nil
 		})
@@ -323,6 +336,9 @@ const PageBytesMax = 4 << 20
 type pageItem struct {
 	id   string
 	body []byte
+	// size is the size of the activity the body stands for: an outbox body may be stored
+	// without the linkset it embeds.
+	size int
 }
 
 // withinPageBytes embeds items until PageBytesMax and names the rest by their ids.
@@ -330,7 +346,7 @@ func withinPageBytes(items []pageItem) []*activity.Object {
 	out := make([]*activity.Object, len(items))
 	size := 0
 	for i, it := range items {
-		size += len(it.body)
+		size += it.size
 		if size > PageBytesMax && i > 0 {
 			out[i] = activity.IRIObject(it.id)
 			continue
@@ -379,7 +395,7 @@ func (s *Service) getLiked(w http.ResponseWriter, r *http.Request) {
 
 // getActivity serves one public activity of our outbox.
 func (s *Service) getActivity(w http.ResponseWriter, r *http.Request) {
-	a, err := s.st.ActivityOutboxGet(r.Context(), s.actor+"/activities/"+r.PathValue("id"))
+	a, err := s.outboxGet(r.Context(), s.actor+"/activities/"+r.PathValue("id"))
 	if err != nil || !a.Public {
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			s.unavailable(w, r, "read activity", err)

@@ -203,7 +203,7 @@ func (s *Service) handleAnswer(ctx context.Context, in Inbound) error {
 	if err != nil {
 		return err
 	}
-	sent, err := s.st.ActivityOutboxGet(ctx, req.ID)
+	sent, err := s.outboxGet(ctx, req.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("%w: %s of %s, which is not in our outbox", ErrForbidden, a.Type, req.ID)
 	}
@@ -310,7 +310,7 @@ func (s *Service) sentTo(ctx context.Context, id, actor string) (bool, error) {
 	if id == "" {
 		return false, nil
 	}
-	sent, err := s.st.ActivityOutboxGet(ctx, id)
+	sent, err := s.outboxGet(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/anchord/anchord/internal/activity"
+	"github.com/anchord/anchord/internal/federation/outboxbody"
 	"github.com/anchord/anchord/internal/httpsig"
 	"github.com/anchord/anchord/internal/peer"
 	"github.com/anchord/anchord/internal/pubsub"
@@ -357,8 +358,14 @@ func (s *Service) PostTx(ctx context.Context, tx store.Executor, a *activity.Act
 	if err != nil {
 		return "", fmt.Errorf("post %s: %w", a.Type, err)
 	}
+	// An anchor's Create is stored without the linkset it embeds when CAS has it: the outbox
+	// would otherwise hold every anchor's linkset a second time.
+	stored, err := outboxbody.Compact(ctx, tx, a, body)
+	if err != nil {
+		return "", fmt.Errorf("post %s: %w", a.Type, err)
+	}
 	if _, err := tx.ActivityOutboxInsert(ctx, store.ActivityOutboxInsertParams{
-		ActivityID: a.ID, Type: string(a.Type), Body: body, Public: a.To.Contains(activity.PublicIRI), Recipients: recipients,
+		ActivityID: a.ID, Type: string(a.Type), Body: stored, Public: a.To.Contains(activity.PublicIRI), Recipients: recipients,
 	}); err != nil {
 		return "", fmt.Errorf("post %s: %w", a.Type, err)
 	}
@@ -370,6 +377,19 @@ func (s *Service) PostTx(ctx context.Context, tx store.Executor, a *activity.Act
 		}
 	})
 	return a.ID, nil
+}
+
+// outboxGet returns an activity of our outbox with its body as posted: every reader of our
+// outbox reads it so, whatever form it is stored in (outboxbody).
+func (s *Service) outboxGet(ctx context.Context, id string) (store.OutboxActivity, error) {
+	a, err := s.st.ActivityOutboxGet(ctx, id)
+	if err != nil {
+		return a, err
+	}
+	if a.Body, err = outboxbody.Expand(ctx, s.st, a.Body); err != nil {
+		return a, fmt.Errorf("outbox activity %s: %w", id, err)
+	}
+	return a, nil
 }
 
 // prepare completes a, checks it and resolves its recipients.

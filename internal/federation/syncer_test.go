@@ -200,7 +200,7 @@ func TestSyncFetchesTheItemsAPageNamesByIRI(t *testing.T) {
 	require.NoError(t, err)
 	items := make([]pageItem, len(rows))
 	for i, r := range rows {
-		items[i] = pageItem{id: r.ActivityID, body: r.Body}
+		items[i] = pageItem{id: r.ActivityID, body: r.Body, size: len(r.Body)}
 	}
 	page := withinPageBytes(items)
 	require.Empty(t, page[0].IRI)

@@ -2,9 +2,11 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -13,9 +15,11 @@ import (
 	"github.com/anchord/anchord/internal/activity"
 	"github.com/anchord/anchord/internal/anchor"
 	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/federation/outboxbody"
 	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/sidetree/wallet"
 	"github.com/anchord/anchord/internal/store"
+	"github.com/anchord/anchord/internal/store/storetest"
 	"github.com/anchord/anchord/internal/vc"
 )
 
@@ -266,4 +270,56 @@ func TestPublisherKeepsNoDIDsOfPublishedAnchors(t *testing.T) {
 	require.Equal(t, []int64{second.Seq - 1, second.Seq}, held())
 	require.Len(t, a.publishAll(), 1)
 	require.Empty(t, held())
+}
+
+// The Create the publisher posts is one the outbox stores without its linkset: the linkset it
+// put in CAS in the same transaction, re-encoded, is byte for byte what the Create embeds, in
+// either profile, and the stored form expands to the very body posted.
+func TestPublishedCreateIsStoredWithoutItsLinkset(t *testing.T) {
+	t.Parallel()
+	for _, backend := range storetest.Backends {
+		for _, profile := range []sidetree.Profile{sidetree.DefaultProfile(), sidetree.OrbProfile("a.test")} {
+			t.Run(backend+"/orb="+strconv.FormatBool(profile.Orb), func(t *testing.T) {
+				t.Parallel()
+				a := newDomain(t, newNetwork(), "a", storetest.Open(t, storetest.OpenerFor(t, backend)))
+				var stored [][]byte
+				post := func(ctx context.Context, tx store.Executor, act *activity.Activity, exclude ...string) (string, error) {
+					id, err := a.postTx(ctx, tx, act, exclude...)
+					if err != nil {
+						return "", err
+					}
+					body, err := json.Marshal(act)
+					if err != nil {
+						return "", err
+					}
+					s, err := outboxbody.Compact(ctx, tx, act, body)
+					stored = append(stored, s)
+					return id, err
+				}
+				var err error
+				a.pub, err = NewPublisher(Config{Identity: a.id, Profile: profile, Limits: a.limits, Logger: anchordtest.Logger(t)}, a.st, a.cas, post)
+				require.NoError(t, err)
+				w := wallet.New(wallet.Config{})
+				var creates [][]byte
+				for range 20 {
+					_, c, err := w.Create()
+					require.NoError(t, err)
+					creates = append(creates, c)
+				}
+				a.anchorOps(creates...)
+				a.anchorOps(creates[0])
+
+				published := a.publishAll()
+				require.Len(t, published, 2)
+				require.Len(t, stored, 2)
+				for i, p := range published {
+					require.True(t, outboxbody.IsCompact(stored[i]), "Create %d stored without its linkset", i)
+					require.Less(t, len(stored[i]), 1024)
+					got, err := outboxbody.Expand(context.Background(), a.st, stored[i])
+					require.NoError(t, err)
+					require.Equal(t, string(p.body), string(got))
+				}
+			})
+		}
+	}
 }

@@ -198,8 +198,11 @@ type OutboxActivity struct {
 	Seq        int64
 	ActivityID string
 	Type       string
-	Body       []byte
-	Public     bool
+	// Body is the activity as stored, which the store does not look into: an anchor's Create
+	// may be stored without the linkset it embeds (package federation/outboxbody, whose Expand
+	// every reader reads it through).
+	Body   []byte
+	Public bool
 	// Position is the public position (1-based); 0 for an activity that is not public.
 	Position  int64
 	CreatedAt time.Time
@@ -267,7 +270,8 @@ type ActivityDelivery struct {
 	ClaimTerm     int64
 	CreatedAt     time.Time
 	DeliveredAt   *time.Time
-	Body          []byte
+	// Body is the activity's body as stored (OutboxActivity.Body).
+	Body []byte
 }
 
 // Claim returns the fence of the delivery's current claim.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/anchord/anchord/internal/activity"
 	"github.com/anchord/anchord/internal/failpoint"
+	"github.com/anchord/anchord/internal/federation/outboxbody"
 	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/vc"
 )
@@ -63,8 +64,13 @@ func (w *Witnessing) HandleAccept(ctx context.Context, in Inbound) (ProofOutcome
 	if err != nil {
 		return "", err
 	}
+	// The stored form is outboxbody's to decide: read as posted, whatever it is.
+	body, err := outboxbody.Expand(ctx, w.st, sent.Body)
+	if err != nil {
+		return "", fmt.Errorf("read our Offer %s: %w", req.ID, err)
+	}
 	var offer activity.Activity
-	if err := json.Unmarshal(sent.Body, &offer); err != nil {
+	if err := json.Unmarshal(body, &offer); err != nil {
 		return "", fmt.Errorf("read our Offer %s: %w", req.ID, err)
 	}
 	if offer.Type != activity.TypeOffer || !offer.To.Contains(in.Actor) || offer.Object == nil || offer.Object.Linkset == nil ||
