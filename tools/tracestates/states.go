@@ -111,6 +111,22 @@ func newEvents(r io.Reader) (*events, error) {
 	return &events{r: tr}, nil
 }
 
+// each calls f with every goroutine state transition of the trace, its transition and its
+// goroutine's stack as function names.
+func (e *events) each(f func(ev trace.Event, st trace.StateTransition, fs []string)) error {
+	for {
+		ev, err := e.next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read trace: %w", err)
+		}
+		st := ev.StateTransition()
+		f(ev, st, funcs(st.Stack))
+	}
+}
+
 // next returns the next goroutine state transition, or io.EOF.
 func (e *events) next() (trace.Event, error) {
 	for {
@@ -158,15 +174,7 @@ func ReadTimeline(r io.Reader, pattern string, bucket time.Duration) (*Timeline,
 	state, since := "", trace.Time(0)
 	states := map[trace.GoID]trace.GoState{}
 	runnable, runnableSince := 0, trace.Time(0)
-	for {
-		ev, err := e.next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read trace: %w", err)
-		}
-		st := ev.StateTransition()
+	err = e.each(func(ev trace.Event, st trace.StateTransition, fs []string) {
 		id := st.Resource.Goroutine()
 		_, to := st.Goroutine()
 		if from := states[id]; from == trace.GoRunnable || to == trace.GoRunnable {
@@ -181,19 +189,21 @@ func ReadTimeline(r io.Reader, pattern string, bucket time.Duration) (*Timeline,
 			}
 		}
 		states[id] = to
-		fs := funcs(st.Stack)
 		if !found && slices.ContainsFunc(fs, func(f string) bool { return strings.Contains(f, pattern) }) {
 			followed, found = id, true
 			tl.Goroutine = label(fs)
 		}
 		if !found || id != followed {
-			continue
+			return
 		}
 		if state != "" {
 			s := state
 			spread(since, ev.Time(), func(b *Bucket, d time.Duration) { b.States[s] += d })
 		}
 		state, since = classify(to, st.Reason, fs), ev.Time()
+	})
+	if err != nil {
+		return nil, err
 	}
 	if !found {
 		return nil, fmt.Errorf("no goroutine's stack contains %q", pattern)
@@ -262,17 +272,8 @@ func ReadBlocked(r io.Reader, pattern string) (*BlockedReport, error) {
 	labels := map[trace.GoID]string{}
 	sums := map[[2]string]*BlockedTime{}
 	rep := &BlockedReport{Pattern: pattern}
-	for {
-		ev, err := e.next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read trace: %w", err)
-		}
-		st := ev.StateTransition()
+	err = e.each(func(ev trace.Event, st trace.StateTransition, fs []string) {
 		id := st.Resource.Goroutine()
-		fs := funcs(st.Stack)
 		if l := label(fs); l != "" && !strings.Contains(labels[id], ours) {
 			labels[id] = l
 		}
@@ -288,11 +289,11 @@ func ReadBlocked(r io.Reader, pattern string) (*BlockedReport, error) {
 				}
 				waiting[id] = open{ev.Time(), [2]string{labels[id], at}}
 			}
-			continue
+			return
 		}
 		o, ok := waiting[id]
 		if !ok {
-			continue
+			return
 		}
 		delete(waiting, id)
 		d := time.Duration(ev.Time() - o.since)
@@ -307,6 +308,9 @@ func ReadBlocked(r io.Reader, pattern string) (*BlockedReport, error) {
 			s.Over1ms++
 		}
 		rep.Total += d
+	})
+	if err != nil {
+		return nil, err
 	}
 	rep.Span = time.Duration(e.last - e.first)
 	for _, s := range sums {
