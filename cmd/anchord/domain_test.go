@@ -479,6 +479,7 @@ func (d *relayDomain) outboxCreateActivities() []json.RawMessage {
 	for page := 0; ; page++ {
 		resp, err := d.api.http.Get(fmt.Sprintf("%s%s/outbox?page=true&page-num=%d", d.api.base, federation.ServicePath, page))
 		require.NoError(d.t, err)
+		require.Equal(d.t, http.StatusOK, resp.StatusCode, "outbox page %d", page)
 		var p struct {
 			Items []json.RawMessage `json:"orderedItems"`
 		}

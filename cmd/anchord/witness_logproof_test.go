@@ -59,7 +59,10 @@ func TestProofMonitorConfirmsLoggedProofsAndFindsBrokenPromises(t *testing.T) {
 	t.Logf("%v proofs confirmed in the witnesses' logs %s after the last DID was published", proofs, time.Since(start).Round(time.Millisecond))
 	require.Zero(t, broken())
 
-	// B now promises entries it never appends.
+	// B now promises entries it never appends. An anchor's DIDs are published (indexed) before
+	// its Create reaches the outbox, so the snapshot of what was published with B's honest
+	// proofs waits for one Create per completed anchor.
+	a.awaitCreatesOfCompletedAnchors()
 	publishedBefore := map[string]bool{}
 	for _, cred := range a.publishedCredentials() {
 		publishedBefore[cred.ID()] = true
@@ -112,6 +115,7 @@ func TestProofMonitorConfirmsLoggedProofsAndFindsBrokenPromises(t *testing.T) {
 		require.NoError(t, err)
 		return did
 	}
+	a.awaitCreatesOfCompletedAnchors()
 	since := 0
 	for _, cred := range a.publishedCredentials() {
 		if publishedBefore[cred.ID()] {

@@ -82,6 +82,22 @@ func (d *relayDomain) publishedCredentials() []*vc.Credential {
 	return out
 }
 
+// awaitCreatesOfCompletedAnchors waits until d's outbox holds a Create for every anchor d has
+// completed: the publisher posts it after the anchor is indexed, so DIDs resolve as published
+// a moment before their anchor's Create is there.
+func (d *relayDomain) awaitCreatesOfCompletedAnchors() {
+	d.t.Helper()
+	anchordtest.Eventually(d.t, time.Minute, 200*time.Millisecond, func() bool {
+		completed := 0
+		for _, an := range d.api.anchors(d.t) {
+			if an.Status == store.AnchorCompleted {
+				completed++
+			}
+		}
+		return len(d.outboxCreateActivities()) == completed
+	}, "%s's outbox holds a Create of each completed anchor", d.name)
+}
+
 // verifiedSigners verifies every proof of c against the did:web documents of the loopback
 // domains and returns the domains (their did:web) whose proofs verify.
 func verifiedSigners(t *testing.T, c *vc.Credential) []string {
