@@ -94,9 +94,8 @@ func embedded(ctx context.Context, c *core) error {
 			return err
 		}
 		// The move of an older database to the current index layout starts once the filter is
-		// filled: it changes the order DIDSuffixList pages in, which would send the fill back to
-		// its start. It stops with the consumers, so that the writers' last commits do not wait
-		// for one of its steps.
+		// filled, so that two passes over every DID do not run at once at start. It stops with
+		// the consumers, so that the writers' last commits do not wait for one of its steps.
 		c.sup.add(StageConsumers, "sqlite-relayout", func(ctx context.Context) error {
 			for !known.Filled() {
 				if !loop.Sleep(ctx, time.Second) {

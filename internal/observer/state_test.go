@@ -204,6 +204,17 @@ func TestFillStatesComputesWhatWasIndexedBefore(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, want, len(suffixes))
 
+			if backend == "sqlite" {
+				// Such a database's rows name their DID, which a new one's leave to the state.
+				for _, suffix := range suffixes {
+					ops, err := st.DIDOperationList(ctx, suffix)
+					require.NoError(t, err)
+					for _, op := range ops {
+						_, err = sc.Exec(ctx, `UPDATE did_operations SET suffix = ? WHERE anchor_seq = ? AND op_index = ?`, suffix, op.AnchorSeq, op.Index)
+						require.NoError(t, err)
+					}
+				}
+			}
 			// As before did_states: no state, and the migration's request for a fill.
 			_, err = sc.Exec(ctx, `DELETE FROM did_states`)
 			require.NoError(t, err)

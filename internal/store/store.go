@@ -174,8 +174,7 @@ type Executor interface {
 	// DIDSuffixList pages through the suffixes of the per-DID index: up to limit of them after
 	// the cursor after ("" to start), and the cursor to continue from, which the caller keeps
 	// and never reads (it survives a restart of the same database); none when none are left.
-	// The order is the backend's: one that reads the index in anchor order lists a DID once
-	// per operation.
+	// Each suffix comes once, in suffix order, and the cursor is the last suffix listed.
 	DIDSuffixList(ctx context.Context, after string, limit int) (suffixes []string, next string, err error)
 	// DIDLastAnchors returns, for each suffix that has anchored operations, the sequence number
 	// of its latest anchor.

@@ -143,7 +143,7 @@ func (e executor) DIDOperationInsertMany(ctx context.Context, ops []store.DIDOpe
 			chunk := ops[start:min(start+rowsPerInsert, len(ops))]
 			args = args[:0]
 			for _, op := range chunk {
-				args = append(args, op.Suffix, op.AnchorSeq, op.Index, op.Type)
+				args = append(args, e.layout.rowSuffix(op.Suffix), op.AnchorSeq, op.Index, op.Type)
 			}
 			if len(chunk) < rowsPerInsert {
 				if _, err := tx.ExecContext(ctx, didOperationInsert(len(chunk)), args...); err != nil {
@@ -280,11 +280,11 @@ func (e executor) DIDLastAnchors(ctx context.Context, suffixes []string) (map[st
 	return out, nil
 }
 
-// DIDSuffixList implements store.Executor: through the suffix index, each suffix once and the
-// cursor the last of them; without it, in anchor order.
+// DIDSuffixList implements store.Executor: each suffix once, in suffix order, the cursor the
+// last of them; through the operations' suffix index or, without it, the states'.
 func (e executor) DIDSuffixList(ctx context.Context, after string, limit int) ([]string, string, error) {
 	if !e.layout.enterSuffixRead() {
-		out, next, err := e.suffixesInAnchorOrder(ctx, after, limit)
+		out, next, err := e.suffixesOfStates(ctx, after, limit)
 		if err != nil {
 			return nil, "", fmt.Errorf("list DID suffixes: %w", err)
 		}

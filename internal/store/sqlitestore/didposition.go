@@ -6,8 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -42,8 +40,10 @@ const (
 	qDIDOperationAt   = `SELECT d.suffix, d.op_type, d.request, COALESCE(a.origin, ''), COALESCE(a.anchor_string, '')
 		FROM did_operations d LEFT JOIN anchors a ON a.seq = d.anchor_seq
 		WHERE d.anchor_seq = ? AND d.op_index = ?`
-	qDIDOperationScan = `SELECT anchor_seq, op_index, suffix FROM did_operations
-		WHERE (anchor_seq, op_index) > (?, ?) ORDER BY anchor_seq, op_index LIMIT ?`
+	// qDIDStateSuffixList pages through the states' suffix index, which holds every DID with
+	// anchored operations once: narrower than did_operations, and in the order the suffix
+	// index's listing has always been in.
+	qDIDStateSuffixList = `SELECT suffix FROM did_states WHERE suffix > ? ORDER BY suffix LIMIT ?`
 	// qAnchorHashlinks is completed with one placeholder per sequence number.
 	qAnchorHashlinks = `SELECT seq, COALESCE(hashlink, '') FROM anchors WHERE seq IN (%s)`
 )
@@ -61,6 +61,22 @@ type indexLayout struct {
 	// pass fills from the suffix index). The switch looks for such states outside the write
 	// lock; one written between that look and the drop is seen through this count instead.
 	unnamed atomic.Int64
+	// suffixIndexGone is set once did_operations_suffix is dropped, for good: from then on
+	// nothing reads an operation's row by its suffix (its state names its position and the
+	// reader knows whose state it read), so rows are written without it, an empty string that
+	// costs no byte of the record's body instead of 46 characters per operation. bySuffix is
+	// not the signal: the switch sets it back when a state without positions slips in before
+	// the drop, and a row written without its suffix in that window would be lost to reads
+	// through the index.
+	suffixIndexGone atomic.Bool
+}
+
+// rowSuffix is what an operation's row of did_operations keeps of its DID's suffix.
+func (l *indexLayout) rowSuffix(suffix string) string {
+	if l != nil && l.suffixIndexGone.Load() {
+		return ""
+	}
+	return suffix
 }
 
 // wroteUnnamed records a write of states of which some name no positions.
@@ -250,7 +266,11 @@ func (e executor) listByPositions(ctx context.Context, suffix string) ([]store.D
 			}
 			return nil, err
 		}
-		if op.Suffix != suffix {
+		switch op.Suffix {
+		case "": // written once rows stopped keeping it (indexLayout.suffixIndexGone)
+			op.Suffix = suffix
+		case suffix:
+		default:
 			return nil, fmt.Errorf("operation %d/%d named by the state is of %s", p.AnchorSeq, p.Index, op.Suffix)
 		}
 		if len(op.Request) == 0 {
@@ -328,23 +348,14 @@ func (e executor) latestAnchorsByPositions(ctx context.Context, suffixes []strin
 	return out, nil
 }
 
-// suffixesInAnchorOrder is DIDSuffixList over did_operations in key order: the cursor is the
-// last row's "<anchor_seq>/<op_index>".
-func (e executor) suffixesInAnchorOrder(ctx context.Context, after string, limit int) ([]string, string, error) {
-	seq, index := int64(-1), -1
-	if after != "" {
-		a, b, ok := strings.Cut(after, "/")
-		var err1, err2 error
-		seq, err1 = strconv.ParseInt(a, 10, 64)
-		index, err2 = strconv.Atoi(b)
-		if !ok || err1 != nil || err2 != nil {
-			return nil, "", fmt.Errorf("cursor %q is not <anchor>/<index>", after)
-		}
-	}
+// suffixesOfStates is DIDSuffixList through the states: every DID with anchored operations has
+// one once reads go by positions (the switch waits for the last state without them), and the
+// operations' rows need not name their DID.
+func (e executor) suffixesOfStates(ctx context.Context, after string, limit int) ([]string, string, error) {
 	var out []string
-	err := e.collect(ctx, qDIDOperationScan, []any{seq, index, limit}, func(rows *sql.Rows) error {
+	err := e.collect(ctx, qDIDStateSuffixList, []any{after, limit}, func(rows *sql.Rows) error {
 		var s string
-		if err := rows.Scan(&seq, &index, &s); err != nil {
+		if err := rows.Scan(&s); err != nil {
 			return err
 		}
 		out = append(out, s)
@@ -356,5 +367,5 @@ func (e executor) suffixesInAnchorOrder(ctx context.Context, after string, limit
 	if len(out) == 0 {
 		return nil, after, nil
 	}
-	return out, strconv.FormatInt(seq, 10) + "/" + strconv.Itoa(index), nil
+	return out, out[len(out)-1], nil
 }

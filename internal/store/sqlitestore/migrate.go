@@ -34,6 +34,7 @@ func (s *Store) upgrade(ctx context.Context, ms []store.Migration) error {
 		s.layout = new(indexLayout)
 	}
 	s.layout.bySuffix.Store(bySuffix)
+	s.layout.suffixIndexGone.Store(!bySuffix)
 	return nil
 }
 

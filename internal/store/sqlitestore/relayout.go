@@ -444,6 +444,9 @@ func (r *Relayout) switchReads(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return held, fmt.Errorf("switch reads to positions: %w", err)
 	}
+	if !again {
+		r.s.layout.suffixIndexGone.Store(true)
+	}
 	if again {
 		r.logger.WarnContext(ctx, "per-DID index layout: a state without positions was written during the switch; going through the states again")
 	}

@@ -172,6 +172,7 @@ func requireCurrentLayout(t testing.TB, s *Store) {
 	require.NoError(t, s.writer.QueryRowContext(ctx, qDIDStatesWithoutRowid).Scan(&keyed))
 	require.False(t, keyed, "did_states by rowid")
 	require.False(t, s.layout.bySuffix.Load())
+	require.True(t, s.layout.suffixIndexGone.Load(), "operations' rows are written without their suffix")
 	_, err = s.SettingGet(ctx, relayoutSetting)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
@@ -206,6 +207,8 @@ func TestRelayoutMovesAnOlderDatabase(t *testing.T) {
 		return tx.DIDStatePutMany(ctx, []store.DIDState{{Suffix: updated.Suffix, State: []byte{2},
 			Positions: []store.DIDPosition{{AnchorSeq: 1, Index: 1}, {AnchorSeq: 200_000, Index: 1}}}})
 	}))
+	require.Equal(t, map[string]string{"1/0": suffixes[0], "1/1": suffixes[1], "200000/0": "", "200000/1": ""},
+		rowSuffixes(t, s, "1/0", "1/1", "200000/0", "200000/1"), "rows written before the index went keep their suffix; none after")
 	got, err := s.DIDOperationList(ctx, updated.Suffix)
 	require.NoError(t, err)
 	require.Equal(t, append(slices.Clone(before.lists[updated.Suffix]), updated), got)
@@ -494,14 +497,32 @@ func TestRelayoutSwitchKeepsAStateWrittenWithoutPositions(t *testing.T) {
 	for s.layout.bySuffix.Load() {
 		time.Sleep(time.Millisecond)
 	}
+	// An operation indexed in the same window keeps its suffix: the switch goes back to the
+	// suffix index, whose pass must find the row by it.
+	later := store.DIDOperation{Suffix: suffixes[0], AnchorSeq: 300_000, Index: 0, Type: "update"}
+	require.NoError(t, s.DIDOperationInsertMany(ctx, []store.DIDOperation{later}))
 	require.NoError(t, s.DIDStatePutMany(ctx, []store.DIDState{{Suffix: suffixes[0], State: []byte("no positions")}}))
 	s.layout.leaveSuffixRead()
 	require.NoError(t, <-switched)
+	require.False(t, s.layout.suffixIndexGone.Load(), "the switch went back")
 	relayoutToEnd(t, r)
 	requireCurrentLayout(t, s)
 	got, err := s.DIDOperationList(ctx, suffixes[0])
 	require.NoError(t, err)
-	require.Equal(t, want, got)
+	require.Equal(t, append(want, later), got)
+}
+
+// rowSuffixes returns the suffix column of the did_operations rows at positions
+// "<anchor_seq>/<op_index>".
+func rowSuffixes(t testing.TB, s *Store, positions ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, p := range positions {
+		var suffix string
+		require.NoError(t, s.writer.QueryRow(`SELECT suffix FROM did_operations WHERE anchor_seq || '/' || op_index = ?`, p).Scan(&suffix), p)
+		out[p] = suffix
+	}
+	return out
 }
 
 // statesOf returns every row of did_states: its state and its positions' column in hex, "NULL"

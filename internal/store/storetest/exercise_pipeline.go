@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -225,8 +224,7 @@ func exercisePipeline(t *testing.T, setup setupFunc) {
 		require.NoError(t, err)
 		require.Empty(t, lists)
 
-		// Page by page, with the cursor each page returns, every suffix comes: once, or once per
-		// operation for a backend that lists them in anchor order.
+		// Page by page, with the cursor each page returns, every suffix comes once, in order.
 		var all []string
 		for after, pages := "", 0; ; pages++ {
 			require.Less(t, pages, 10, "the cursor moves on")
@@ -239,9 +237,7 @@ func exercisePipeline(t *testing.T, setup setupFunc) {
 			require.Len(t, page, 1)
 			all, after = append(all, page...), next
 		}
-		require.Subset(t, []string{"EiA", "EiA", "EiA", "EiB"}, all)
-		slices.Sort(all)
-		require.Equal(t, []string{"EiA", "EiB"}, slices.Compact(all))
+		require.Equal(t, []string{"EiA", "EiB"}, all)
 		all, _, err = s.DIDSuffixList(ctx, "", 10)
 		require.NoError(t, err)
 		require.Contains(t, all, "EiA")
