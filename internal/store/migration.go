@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -49,4 +50,28 @@ func ReadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	return out, nil
+}
+
+// ErrSchemaNewer: the database records a migration this binary does not know, applied by a
+// newer anchord. What that one stores (rows in a form this binary cannot read, tables it does
+// not know) would be served or changed as if it were ours, so the store refuses to open.
+var ErrSchemaNewer = errors.New("the database was migrated by a newer anchord")
+
+// CheckNotNewer returns ErrSchemaNewer, naming the first migration of applied that known lacks.
+func CheckNotNewer(applied []AppliedMigration, known []Migration) error {
+	versions := make(map[int]bool, len(known))
+	for _, m := range known {
+		versions[m.Version] = true
+	}
+	for _, a := range applied {
+		if !versions[a.Version] {
+			last := 0
+			if len(known) > 0 {
+				last = known[len(known)-1].Version
+			}
+			return fmt.Errorf("%w: it records migration %04d_%s, and this one knows them up to %04d; run that anchord or a later one",
+				ErrSchemaNewer, a.Version, a.Name, last)
+		}
+	}
+	return nil
 }

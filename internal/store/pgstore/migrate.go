@@ -37,6 +37,9 @@ func (s *Store) applyMigrations(ctx context.Context, ms []store.Migration) error
 		if err != nil {
 			return err
 		}
+		if err := store.CheckNotNewer(applied, ms); err != nil {
+			return err
+		}
 		done := make(map[int]bool, len(applied))
 		for _, a := range applied {
 			done[a.Version] = true

@@ -130,3 +130,23 @@ func TestRowsIndexedBeforeKeepTheirRequests(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, data, gotData)
 }
+
+// TestStoreRefusesANewerSchema: a schema that records a migration this binary does not know
+// (applied by a newer anchord) is not opened.
+func TestStoreRefusesANewerSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	u := storetest.PostgresURL(t)
+	s, err := pgstore.Open(ctx, pgstore.Config{URL: u, MaxConns: 2, Logger: anchordtest.Logger(t)})
+	require.NoError(t, err)
+	s.Close()
+	conn, err := pgx.Connect(ctx, u)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES (9999, 'from_the_future')`)
+	require.NoError(t, err)
+	require.NoError(t, conn.Close(ctx))
+
+	_, err = pgstore.Open(ctx, pgstore.Config{URL: u, MaxConns: 2, Logger: anchordtest.Logger(t)})
+	require.ErrorIs(t, err, store.ErrSchemaNewer)
+	require.ErrorContains(t, err, "9999_from_the_future")
+}

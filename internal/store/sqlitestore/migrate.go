@@ -53,6 +53,9 @@ func (s *Store) applyMigrations(ctx context.Context, ms []store.Migration) error
 		if err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
+		if err := store.CheckNotNewer(recorded, ms); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
 		done := make(map[int]bool, len(recorded))
 		for _, a := range recorded {
 			done[a.Version] = true

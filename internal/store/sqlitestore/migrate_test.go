@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -215,4 +216,21 @@ func migratedTo(t *testing.T, ms []store.Migration) *Store {
 	t.Cleanup(s.Close)
 	require.NoError(t, s.applyMigrations(context.Background(), ms))
 	return s
+}
+
+// TestStoreRefusesANewerSchema: a database that records a migration this binary does not know
+// (applied by a newer anchord) is not opened, and is left as it was.
+func TestStoreRefusesANewerSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(ctx, Config{DataDir: dir})
+	require.NoError(t, err)
+	_, err = s.writer.ExecContext(ctx, qMigrationInsert, 9999, "from_the_future", time.Now().UnixMicro())
+	require.NoError(t, err)
+	s.Close()
+
+	_, err = Open(ctx, Config{DataDir: dir})
+	require.ErrorIs(t, err, store.ErrSchemaNewer)
+	require.ErrorContains(t, err, "9999_from_the_future")
 }
