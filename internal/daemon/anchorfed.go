@@ -40,7 +40,15 @@ func (c *core) anchorFederation(ctx context.Context, svc *federation.Service, ob
 	pubCfg.LinkFunc = func(ctx context.Context, seq int64) (*activity.Link, bool, error) {
 		return witness.Link(ctx, c.st, seq, activity.MediaTypeGzipBase64)
 	}
-	publisher, err := relay.NewPublisher(pubCfg, c.st, c.cas, svc.PostTx)
+	// The publisher lays its Creates out for the outbox before the transaction that posts them.
+	prepare := func(a *activity.Activity, linkset []byte) (relay.PostPreparedFunc, error) {
+		o, err := svc.Prepare(a, linkset)
+		if err != nil {
+			return nil, err
+		}
+		return o.PostTx, nil
+	}
+	publisher, err := relay.NewPublisher(pubCfg, c.st, c.cas, prepare)
 	if err != nil {
 		return err
 	}

@@ -9,11 +9,12 @@
 // # Durability
 //
 //   - Post returns once the activity and one delivery row per recipient have committed
-//     (PostTx: with the caller's transaction). Deliverers claim due deliveries with a lease,
-//     POST them signed, and settle each under its claim: delivered, retried on the redelivery
-//     schedule, or, after the last attempt, parked with a dead letter of kind activity written
-//     in the same transaction. An operator's retry of that dead letter re-arms the delivery in
-//     the transaction that deletes the dead letter.
+//     (PostTx: with the caller's transaction; Prepare, then Outgoing.PostTx: laid out before
+//     that transaction). Deliverers claim due deliveries with a lease, POST them signed, and
+//     settle each under its claim: delivered, retried on the redelivery schedule, or, after
+//     the last attempt, parked with a dead letter of kind activity written in the same
+//     transaction. An operator's retry of that dead letter re-arms the delivery in the
+//     transaction that deletes the dead letter.
 //   - POST /inbox answers 200 only once the activity's row has committed; a second copy of an
 //     activity id changes nothing. Processors claim queued rows and run the handler of the
 //     type; a failing handler is retried, then parked (kind activity), never marked done, and

@@ -248,3 +248,96 @@ func TestOutboxReadersFailWhenTheLinksetCannotBeRead(t *testing.T) {
 	require.Len(t, dls, 1)
 	require.True(t, outboxbody.IsCompact(dls[0].Payload), "the dead letter keeps the row as stored")
 }
+
+// TestPreparedActivitiesAreStoredAsPostTxStoresThem: laid out before the transaction
+// (Prepare), an anchor's Create is stored without its linkset when the transaction puts the
+// linkset in CAS, whole when CAS lacks it then, and any other activity as posted; recipients
+// are those of the transaction's moment, and readers get the body posted.
+func TestPreparedActivitiesAreStoredAsPostTxStoresThem(t *testing.T) {
+	t.Parallel()
+	a := newDomain(t)
+	ctx := context.Background()
+	newCreate := func(ls *activity.Linkset) (*activity.Activity, []byte) {
+		lsJSON, err := ls.Canonical()
+		require.NoError(t, err)
+		return &activity.Activity{
+			Type: activity.TypeCreate, To: activity.Strings{a.svc.FollowersIRI(), activity.PublicIRI},
+			Object: &activity.Object{AnchorEvent: activity.NewAnchorEvent(activity.NewHashlink(lsJSON, a.srv.URL+"/cas/x"), ls)},
+		}, lsJSON
+	}
+	// post posts o in a transaction that first puts put in CAS, unless nil.
+	post := func(o *Outgoing, put []byte) string {
+		var id string
+		require.NoError(t, a.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+			if put != nil {
+				if err := tx.CASPut(ctx, cas.ComputeCID(put, cas.CIDv1), put); err != nil {
+					return err
+				}
+			}
+			var err error
+			id, err = o.PostTx(ctx, tx)
+			return err
+		}))
+		return id
+	}
+	stored := func(id string) []byte {
+		row, err := a.st.ActivityOutboxGet(ctx, id)
+		require.NoError(t, err)
+		return row.Body
+	}
+	recipients := func(id string) []string {
+		dels, err := a.st.ActivityDeliveryListByActivity(ctx, id)
+		require.NoError(t, err)
+		var out []string
+		for _, d := range dels {
+			out = append(out, d.Recipient)
+		}
+		return out
+	}
+
+	create, lsJSON := newCreate(anchorLinkset(t, a.actor(), 2000))
+	o, err := a.svc.Prepare(create, lsJSON)
+	require.NoError(t, err)
+	require.Equal(t, a.actor(), create.Actor, "completed before the transaction")
+	require.NotEmpty(t, create.ID)
+	require.NotNil(t, create.Published)
+	body, err := json.Marshal(create)
+	require.NoError(t, err)
+	// Accepted after the Create was laid out, the follower is one of the transaction's moment.
+	follower := "https://f.example/services/anchord"
+	require.NoError(t, a.st.RelationshipUpsert(ctx, store.RelationshipUpsertParams{Kind: store.RelationshipFollower, Actor: follower, Status: store.RelationshipAccepted}))
+	id := post(o, lsJSON)
+	require.Equal(t, create.ID, id)
+	require.True(t, outboxbody.IsCompact(stored(id)))
+	require.Less(t, len(stored(id)), 1024, "stored without its linkset (%d bytes posted)", len(body))
+	sent, err := a.svc.outboxGet(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, string(body), string(sent.Body))
+	require.Equal(t, []string{follower}, recipients(id))
+
+	// Laid out against the right bytes, but CAS lacks them when the transaction stores it.
+	create, lsJSON = newCreate(anchorLinkset(t, a.actor(), 3))
+	o, err = a.svc.Prepare(create, lsJSON)
+	require.NoError(t, err)
+	body, err = json.Marshal(create)
+	require.NoError(t, err)
+	id = post(o, nil)
+	require.Equal(t, body, stored(id), "stored whole")
+
+	// Another activity is stored as posted, given linkset bytes or not.
+	for _, linkset := range [][]byte{nil, lsJSON} {
+		follow := &activity.Activity{Type: activity.TypeFollow, To: activity.Strings{follower}, Object: activity.IRIObject(follower)}
+		o, err = a.svc.Prepare(follow, linkset)
+		require.NoError(t, err)
+		body, err = json.Marshal(follow)
+		require.NoError(t, err)
+		id = post(o, lsJSON)
+		require.Equal(t, body, stored(id))
+		require.Equal(t, []string{follower}, recipients(id))
+	}
+
+	// What is not ours is refused before any transaction.
+	_, err = a.svc.Prepare(&activity.Activity{Type: activity.TypeFollow, Actor: "https://x.example/services/anchord",
+		To: activity.Strings{follower}, Object: activity.IRIObject(follower)}, nil)
+	require.ErrorContains(t, err, "not ours")
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -352,15 +353,67 @@ func (s *Service) Post(ctx context.Context, a *activity.Activity, exclude ...str
 }
 
 // PostTx is Post inside the caller's transaction: the activity and its deliveries commit or roll
-// back with tx, and the deliverers are woken once tx commits.
+// back with tx, and the deliverers are woken once tx commits. All of the posting runs in tx;
+// a caller that builds an anchor's Create ahead of its transaction uses Prepare instead.
 func (s *Service) PostTx(ctx context.Context, tx store.Executor, a *activity.Activity, exclude ...string) (string, error) {
-	body, recipients, err := s.prepare(ctx, tx, a, exclude)
+	o, err := s.Prepare(a, nil, exclude...)
+	if err != nil {
+		return "", err
+	}
+	return o.PostTx(ctx, tx)
+}
+
+// Outgoing is an activity laid out for our outbox by Prepare, to be posted by its PostTx.
+//
+// Posting is split so that what costs time happens before the caller's transaction: an anchor's
+// Create of 10,000 operations embeds some 460 KB of linkset, and writing it and working out
+// the stored form (outboxbody.Plan: the linkset found, re-encoded, compared, hashed) take
+// milliseconds, which on SQLite every other commit would wait for. What must see the
+// transaction stays in PostTx: the recipients (the followers and witnesses of the moment), the
+// check that CAS holds the linkset (it is put there in the same transaction) and the inserts.
+type Outgoing struct {
+	s       *Service
+	a       *activity.Activity
+	exclude []string
+	body    []byte
+	// planned says stored was worked out against the linkset's CAS bytes; without them, the
+	// stored form is worked out in PostTx from what CAS holds (outboxbody.Compact).
+	planned bool
+	stored  outboxbody.Compaction
+}
+
+// Prepare completes a as Post does (id, actor, published, @context), checks it and writes its
+// body, outside any transaction. linkset is the CAS content of the linkset a's AnchorEvent
+// embeds, which the caller puts in CAS in the transaction that posts it; nil if the caller has
+// none to give. a must not change until the Outgoing is posted.
+func (s *Service) Prepare(a *activity.Activity, linkset []byte, exclude ...string) (*Outgoing, error) {
+	body, err := s.complete(a)
+	if err != nil {
+		return nil, fmt.Errorf("post %s: %w", a.Type, err)
+	}
+	o := &Outgoing{s: s, a: a, exclude: slices.Clone(exclude), body: body}
+	if linkset != nil {
+		o.planned = true
+		o.stored = outboxbody.Plan(a, body, linkset)
+	}
+	return o, nil
+}
+
+// PostTx posts the activity inside the caller's transaction, as Service.PostTx does, and
+// returns its id. An anchor's Create is stored without the linkset it embeds when CAS holds
+// it in tx: the outbox would otherwise hold every anchor's linkset a second time.
+func (o *Outgoing) PostTx(ctx context.Context, tx store.Executor) (string, error) {
+	s, a := o.s, o.a
+	recipients, err := s.recipients(ctx, tx, a, o.exclude)
 	if err != nil {
 		return "", fmt.Errorf("post %s: %w", a.Type, err)
 	}
-	// An anchor's Create is stored without the linkset it embeds when CAS has it: the outbox
-	// would otherwise hold every anchor's linkset a second time.
-	stored, err := outboxbody.Compact(ctx, tx, a, body)
+	var stored []byte
+	if o.planned {
+		stored, err = o.stored.Stored(ctx, tx)
+	} else {
+		stored, err = outboxbody.Compact(ctx, tx, a, o.body)
+	}
 	if err != nil {
 		return "", fmt.Errorf("post %s: %w", a.Type, err)
 	}
@@ -376,7 +429,7 @@ func (s *Service) PostTx(ctx context.Context, tx store.Executor, a *activity.Act
 			s.wake.outbox(id)
 		}
 	})
-	return a.ID, nil
+	return id, nil
 }
 
 // outboxGet returns an activity of our outbox with its body as posted: every reader of our
@@ -392,14 +445,14 @@ func (s *Service) outboxGet(ctx context.Context, id string) (store.OutboxActivit
 	return a, nil
 }
 
-// prepare completes a, checks it and resolves its recipients.
-func (s *Service) prepare(ctx context.Context, tx store.Executor, a *activity.Activity, exclude []string) ([]byte, []string, error) {
+// complete fills in what a lacks, checks it and returns its JSON.
+func (s *Service) complete(a *activity.Activity) ([]byte, error) {
 	switch a.Actor {
 	case "":
 		a.Actor = s.actor
 	case s.actor:
 	default:
-		return nil, nil, fmt.Errorf("actor %q is not ours", a.Actor)
+		return nil, fmt.Errorf("actor %q is not ours", a.Actor)
 	}
 	if a.ID == "" {
 		a.ID = s.actor + "/activities/" + uuid.NewString()
@@ -412,12 +465,14 @@ func (s *Service) prepare(ctx context.Context, tx store.Executor, a *activity.Ac
 		a.Context = activity.Strings{activity.ContextActivityStreams}
 	}
 	if err := a.Validate(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	body, err := json.Marshal(a)
-	if err != nil {
-		return nil, nil, err
-	}
+	return json.Marshal(a)
+}
+
+// recipients resolves a's recipients in tx: the actors of its to, the followers and witnesses
+// it addresses those of the moment, without us, the Public IRI and exclude.
+func (s *Service) recipients(ctx context.Context, tx store.Executor, a *activity.Activity, exclude []string) ([]string, error) {
 	skip := map[string]bool{s.actor: true, activity.PublicIRI: true}
 	for _, x := range exclude {
 		skip[x] = true
@@ -439,7 +494,7 @@ func (s *Service) prepare(ctx context.Context, tx store.Executor, a *activity.Ac
 		default:
 			if !skip[to] {
 				if err := activity.ValidateActorIRI(to); err != nil {
-					return nil, nil, fmt.Errorf("recipient: %w", err)
+					return nil, fmt.Errorf("recipient: %w", err)
 				}
 			}
 			add(to)
@@ -447,11 +502,11 @@ func (s *Service) prepare(ctx context.Context, tx store.Executor, a *activity.Ac
 		}
 		actors, err := listActors(ctx, tx, kind)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		for _, iri := range actors {
 			add(iri)
 		}
 	}
-	return body, recipients, nil
+	return recipients, nil
 }

@@ -13,9 +13,11 @@
 // its anchor link (original: the batch's DIDs with their previous anchors; related: the core
 // index and the parents; replies: the anchor credential signed by the domain key on its did:web)
 // and, in one transaction, marks the anchor published under its hashlink, stores the linkset in
-// CAS and posts the Create to the outbox. A crash anywhere before the commit leaves the anchor
-// unpublished and it is published at the next turn; the conditional mark makes a second
-// publisher's commit fail instead of posting twice.
+// CAS and posts the Create to the outbox. The outbox lays the Create out before that
+// transaction (PrepareFunc), so that the transaction holds SQLite's write lock for the writes
+// and lookups only. A crash anywhere before the commit leaves the anchor unpublished and it is
+// published at the next turn; the conditional mark makes a second publisher's commit fail
+// instead of posting twice.
 //
 // # Observing (Receiver)
 //

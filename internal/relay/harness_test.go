@@ -7,18 +7,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/anchord/anchord/internal/activity"
 	"github.com/anchord/anchord/internal/anchor"
 	"github.com/anchord/anchord/internal/anchordtest"
 	"github.com/anchord/anchord/internal/cas"
+	"github.com/anchord/anchord/internal/federation"
 	"github.com/anchord/anchord/internal/observer"
+	"github.com/anchord/anchord/internal/peer"
 	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/sidetree/batchfile"
 	"github.com/anchord/anchord/internal/store"
@@ -194,7 +198,7 @@ func newDomainRefs(t testing.TB, n *network, name string, st store.Store, refs f
 	d.obs, err = observer.New(observer.Config{Profile: d.profile, Limits: d.limits, Resolver: d.res, Logger: anchordtest.Logger(t)}, st, d.cas.FetchFunc)
 	require.NoError(t, err)
 	cfg := Config{Identity: d.id, Profile: d.profile, Limits: d.limits, Logger: anchordtest.Logger(t).With("domain", name)}
-	d.pub, err = NewPublisher(cfg, st, d.cas, d.postTx)
+	d.pub, err = NewPublisher(cfg, st, d.cas, d.prepare)
 	require.NoError(t, err)
 	d.pub.signal.Init(t)
 	d.recv, err = NewReceiver(cfg, st, d.cas, d.obs.ObserveForeign, n.fetch, d.postTx, d.isFollowing)
@@ -241,6 +245,34 @@ func (d *domain) postTx(ctx context.Context, tx store.Executor, a *activity.Acti
 		d.mu.Unlock()
 	})
 	return a.ID, nil
+}
+
+// prepare is the publisher's outbox: it leaves everything to postTx, in the transaction.
+func (d *domain) prepare(a *activity.Activity, _ []byte) (PostPreparedFunc, error) {
+	return func(ctx context.Context, tx store.Executor) (string, error) { return d.postTx(ctx, tx, a) }, nil
+}
+
+// federationOutbox is the durable outbox of d's actor on d's store, as the daemon runs it: the
+// federation service, whose loops do not run, and its preparation as the daemon hands it to
+// the publisher.
+func (d *domain) federationOutbox() (*federation.Service, PrepareFunc) {
+	t := d.t
+	t.Helper()
+	logger := anchordtest.Logger(t)
+	client, err := peer.New(peer.Config{KeyID: d.id.ActorIRI + activity.PathMainKey, PrivateKey: d.id.Key, HTTP: &http.Client{}, Logger: logger,
+		Registerer: prometheus.NewRegistry()}, d.st)
+	require.NoError(t, err)
+	svc, err := federation.New(federation.Config{ExternalEndpoint: d.id.Endpoint, Key: d.id.Key, InstanceID: "test", Logger: logger,
+		Registerer: prometheus.NewRegistry()}, d.st, client)
+	require.NoError(t, err)
+	require.Equal(t, d.id.ActorIRI, svc.ActorIRI())
+	return svc, func(a *activity.Activity, linkset []byte) (PostPreparedFunc, error) {
+		o, err := svc.Prepare(a, linkset)
+		if err != nil {
+			return nil, err
+		}
+		return o.PostTx, nil
+	}
 }
 
 func randomHex() string {

@@ -27,16 +27,31 @@ import (
 // activity's id.
 type PostTxFunc func(ctx context.Context, tx store.Executor, a *activity.Activity, exclude ...string) (string, error)
 
+// PrepareFunc lays out activity a for the outbox outside any transaction and returns what posts
+// it inside one. linkset is the CAS content of the linkset a embeds, which the caller puts in
+// CAS in that transaction before posting, so that the outbox can store a without it (the
+// daemon's is federation.Service.Prepare).
+//
+// The publisher prepares before its transaction because an anchor's Create of 10,000
+// operations embeds some 460 KB of linkset: writing it and working out its stored form take
+// milliseconds that, inside the transaction, every other writer of SQLite would wait for.
+type PrepareFunc func(a *activity.Activity, linkset []byte) (PostPreparedFunc, error)
+
+// PostPreparedFunc posts a prepared activity inside the caller's transaction: the outbox row
+// and its deliveries commit with tx, to the recipients of the moment. It returns the
+// activity's id.
+type PostPreparedFunc func(ctx context.Context, tx store.Executor) (string, error)
+
 // Publisher posts a Create of each anchor this domain completes to its followers, in sequence
 // order, once (see the package documentation).
 type Publisher struct {
-	cfg    Config
-	st     store.Store
-	cas    *cas.Store
-	post   PostTxFunc
-	m      *publisherMetrics
-	wake   chan struct{}
-	signal testsignal.Signal[PublishResult]
+	cfg     Config
+	st      store.Store
+	cas     *cas.Store
+	prepare PrepareFunc
+	m       *publisherMetrics
+	wake    chan struct{}
+	signal  testsignal.Signal[PublishResult]
 
 	mu sync.Mutex
 	// indexed holds the DIDs of anchors this process indexed and has not published yet, so
@@ -54,20 +69,20 @@ type Publisher struct {
 // indexedMax bounds Publisher.indexed; an anchor whose DIDs it lost is read back from CAS.
 const indexedMax = 256
 
-// NewPublisher returns a Publisher.
-func NewPublisher(cfg Config, st store.Store, cs *cas.Store, post PostTxFunc) (*Publisher, error) {
+// NewPublisher returns a Publisher that posts its Creates through prepare.
+func NewPublisher(cfg Config, st store.Store, cs *cas.Store, prepare PrepareFunc) (*Publisher, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	if post == nil {
+	if prepare == nil {
 		return nil, errors.New("new publisher: no outbox")
 	}
 	m, err := newPublisherMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	return &Publisher{cfg: cfg, st: st, cas: cs, post: post, m: m, wake: make(chan struct{}, 1), indexed: map[int64][]string{}}, nil
+	return &Publisher{cfg: cfg, st: st, cas: cs, prepare: prepare, m: m, wake: make(chan struct{}, 1), indexed: map[int64][]string{}}, nil
 }
 
 // Indexed tells the Publisher that anchor seq was indexed with the operations of these DIDs (in
@@ -157,9 +172,14 @@ func (p *Publisher) runOnce(ctx context.Context) (PublishResult, error) {
 	}
 	failpoint.Hit(failpoint.RelayBeforePublish)
 	start := time.Now()
-	// Built outside the transaction: reading the batch and signing take milliseconds, and on
+	// Built and prepared for the outbox outside the transaction: reading the batch, signing,
+	// writing the Create and working out how the outbox stores it take milliseconds, and on
 	// SQLite a write transaction holds back every other writer.
 	act, lsCID, ls, err := p.build(ctx, next)
+	if err != nil {
+		return PublishResult{}, fmt.Errorf("publish anchor %d: %w", next.Seq, err)
+	}
+	post, err := p.prepare(act, ls)
 	if err != nil {
 		return PublishResult{}, fmt.Errorf("publish anchor %d: %w", next.Seq, err)
 	}
@@ -181,7 +201,7 @@ func (p *Publisher) runOnce(ctx context.Context) (PublishResult, error) {
 		if err := p.cas.PutAddressedTx(ctx, tx, lsCID, ls); err != nil {
 			return err
 		}
-		if res.ActivityID, err = p.post(ctx, tx, act); err != nil {
+		if res.ActivityID, err = post(ctx, tx); err != nil {
 			return err
 		}
 		failpoint.Hit(failpoint.RelayBeforePublishCommit)

@@ -144,11 +144,22 @@ func TestPublishFailureLeavesTheAnchorForLater(t *testing.T) {
 	require.NoError(t, err)
 	an := a.anchorOps(c)
 
-	// The outbox refuses: nothing is marked, nothing is posted; the next turn publishes it.
+	// The outbox cannot lay the Create out, before the transaction: nothing is marked.
+	prepare := a.pub.prepare
+	a.pub.prepare = func(*activity.Activity, []byte) (PostPreparedFunc, error) { return nil, errors.New("cannot lay out") }
+	_, err = a.pub.runOnce(ctx)
+	require.ErrorContains(t, err, "cannot lay out")
+	got, err := a.st.AnchorGet(ctx, an.Seq)
+	require.NoError(t, err)
+	require.Nil(t, got.PublishedAt)
+	a.pub.prepare = prepare
+
+	// The outbox refuses, in the transaction: nothing is marked, nothing is posted; the next
+	// turn publishes it.
 	a.failPost = errors.New("outbox unavailable")
 	_, err = a.pub.runOnce(ctx)
 	require.ErrorContains(t, err, "outbox unavailable")
-	got, err := a.st.AnchorGet(ctx, an.Seq)
+	got, err = a.st.AnchorGet(ctx, an.Seq)
 	require.NoError(t, err)
 	require.Nil(t, got.PublishedAt)
 	require.Empty(t, got.Hashlink)
@@ -164,13 +175,13 @@ func TestPublishFailureLeavesTheAnchorForLater(t *testing.T) {
 func TestPublisherConfig(t *testing.T) {
 	t.Parallel()
 	a := newDomain(t, newNetwork(), "a", sqlite(t))
-	_, err := NewPublisher(Config{}, a.st, a.cas, a.postTx)
+	_, err := NewPublisher(Config{}, a.st, a.cas, a.prepare)
 	require.ErrorContains(t, err, "ActorIRI missing")
 	_, err = NewPublisher(Config{Identity: a.id}, a.st, a.cas, nil)
 	require.ErrorContains(t, err, "no outbox")
 	bad := a.id
 	bad.Key = nil
-	_, err = NewPublisher(Config{Identity: bad}, a.st, a.cas, a.postTx)
+	_, err = NewPublisher(Config{Identity: bad}, a.st, a.cas, a.prepare)
 	require.ErrorContains(t, err, "Ed25519")
 }
 
@@ -214,7 +225,7 @@ func TestOrbPublisherIssuesAtTheAnchorTime(t *testing.T) {
 	a.anchors, err = anchor.NewWriter(anchor.Config{NowFunc: func() time.Time { now := next[0]; next = next[1:]; return now }}, anchor.NewLocal(a.id.Key))
 	require.NoError(t, err)
 	orb := sidetree.OrbProfile("a.test")
-	a.pub, err = NewPublisher(Config{Identity: a.id, Profile: orb, Limits: a.limits, Logger: anchordtest.Logger(t)}, a.st, a.cas, a.postTx)
+	a.pub, err = NewPublisher(Config{Identity: a.id, Profile: orb, Limits: a.limits, Logger: anchordtest.Logger(t)}, a.st, a.cas, a.prepare)
 	require.NoError(t, err)
 	w := wallet.New(wallet.Config{})
 	x, createX, err := w.Create()
@@ -272,32 +283,41 @@ func TestPublisherKeepsNoDIDsOfPublishedAnchors(t *testing.T) {
 	require.Empty(t, held())
 }
 
-// The Create the publisher posts is one the outbox stores without its linkset: the linkset it
-// put in CAS in the same transaction, re-encoded, is byte for byte what the Create embeds, in
-// either profile, and the stored form expands to the very body posted.
+// The Create the publisher posts is one the outbox stores without its linkset: the outbox lays
+// it out before the publish transaction, against the linkset the publisher puts in CAS in that
+// transaction, which re-encoded is byte for byte what the Create embeds, in either profile, and
+// the stored form expands to the very body posted. The followers of the moment of the
+// transaction get it.
 func TestPublishedCreateIsStoredWithoutItsLinkset(t *testing.T) {
 	t.Parallel()
 	for _, backend := range storetest.Backends {
 		for _, profile := range []sidetree.Profile{sidetree.DefaultProfile(), sidetree.OrbProfile("a.test")} {
 			t.Run(backend+"/orb="+strconv.FormatBool(profile.Orb), func(t *testing.T) {
 				t.Parallel()
+				ctx := context.Background()
 				a := newDomain(t, newNetwork(), "a", storetest.Open(t, storetest.OpenerFor(t, backend)))
-				var stored [][]byte
-				post := func(ctx context.Context, tx store.Executor, act *activity.Activity, exclude ...string) (string, error) {
-					id, err := a.postTx(ctx, tx, act, exclude...)
-					if err != nil {
-						return "", err
-					}
-					body, err := json.Marshal(act)
-					if err != nil {
-						return "", err
-					}
-					s, err := outboxbody.Compact(ctx, tx, act, body)
-					stored = append(stored, s)
-					return id, err
-				}
+				_, prepare := a.federationOutbox()
+				follower := "https://f.example/services/anchord"
+				posted := map[string][]byte{}
 				var err error
-				a.pub, err = NewPublisher(Config{Identity: a.id, Profile: profile, Limits: a.limits, Logger: anchordtest.Logger(t)}, a.st, a.cas, post)
+				a.pub, err = NewPublisher(Config{Identity: a.id, Profile: profile, Limits: a.limits, Logger: anchordtest.Logger(t)}, a.st, a.cas,
+					func(act *activity.Activity, linkset []byte) (PostPreparedFunc, error) {
+						post, err := prepare(act, linkset)
+						if err != nil {
+							return nil, err
+						}
+						body, err := json.Marshal(act)
+						if err != nil {
+							return nil, err
+						}
+						posted[act.ID] = body
+						// Accepted after the Create was laid out, the follower is one of the moment
+						// of the transaction.
+						err = a.st.RelationshipUpsert(ctx, store.RelationshipUpsertParams{
+							Kind: store.RelationshipFollower, Actor: follower, Status: store.RelationshipAccepted,
+						})
+						return post, err
+					})
 				require.NoError(t, err)
 				w := wallet.New(wallet.Config{})
 				var creates [][]byte
@@ -309,15 +329,29 @@ func TestPublishedCreateIsStoredWithoutItsLinkset(t *testing.T) {
 				a.anchorOps(creates...)
 				a.anchorOps(creates[0])
 
-				published := a.publishAll()
-				require.Len(t, published, 2)
-				require.Len(t, stored, 2)
-				for i, p := range published {
-					require.True(t, outboxbody.IsCompact(stored[i]), "Create %d stored without its linkset", i)
-					require.Less(t, len(stored[i]), 1024)
-					got, err := outboxbody.Expand(context.Background(), a.st, stored[i])
+				var ids []string
+				for {
+					res, err := a.pub.runOnce(ctx)
 					require.NoError(t, err)
-					require.Equal(t, string(p.body), string(got))
+					if res.Seq == 0 {
+						break
+					}
+					ids = append(ids, res.ActivityID)
+				}
+				require.Len(t, ids, 2)
+				require.Len(t, posted, 2)
+				for i, id := range ids {
+					row, err := a.st.ActivityOutboxGet(ctx, id)
+					require.NoError(t, err)
+					require.True(t, outboxbody.IsCompact(row.Body), "Create %d stored without its linkset", i)
+					require.Less(t, len(row.Body), 1024)
+					got, err := outboxbody.Expand(ctx, a.st, row.Body)
+					require.NoError(t, err)
+					require.Equal(t, string(posted[id]), string(got))
+					dels, err := a.st.ActivityDeliveryListByActivity(ctx, id)
+					require.NoError(t, err)
+					require.Len(t, dels, 1)
+					require.Equal(t, follower, dels[0].Recipient)
 				}
 			})
 		}

@@ -135,6 +135,10 @@ type Executor interface {
 	// CASGetBySHA256 returns content stored by CASPut whose sha2-256 digest is digest, or
 	// ErrNotFound (content stored before the digest was kept is found by CID only).
 	CASGetBySHA256(ctx context.Context, digest []byte) ([]byte, error)
+	// CASExistsBySHA256 reports whether content CASGetBySHA256 would return is stored, without
+	// reading it: a caller that holds the bytes it stored learns that they are there for the
+	// price of an index lookup, where a read of an anchor's linkset copies half a megabyte.
+	CASExistsBySHA256(ctx context.Context, digest []byte) (bool, error)
 
 	// AnchorInsert records an anchor and returns it with its sequence number. The same anchor
 	// string may be recorded twice (a batch of exactly the same operations); each is its own

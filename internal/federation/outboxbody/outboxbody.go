@@ -16,6 +16,15 @@
 // bytes are the CAS content re-encoded as the activity package writes an embedded linkset, and
 // their digest makes an expansion that would not give back the very bytes cut out fail
 // instead of serving another body.
+//
+// Deciding to compact costs what the transaction that stores the activity should not pay: at
+// 10,000 operations, writing the embedded linkset, finding it in the body, parsing and
+// re-encoding the CAS bytes and hashing them take milliseconds, and on SQLite that transaction
+// holds the write lock every other commit waits for. A caller that holds the CAS bytes it is
+// about to store (the relay publisher) works the compacted form out with Plan before its
+// transaction, and Compaction.Stored leaves inside it only an index lookup: whether CAS holds
+// content of that digest. Compact, for a caller without the bytes, does all of it in the
+// transaction, reading them from CAS.
 package outboxbody
 
 import (
@@ -44,6 +53,11 @@ type CAS interface {
 	CASGetBySHA256(ctx context.Context, digest []byte) ([]byte, error)
 }
 
+// CASChecker tells whether CAS holds content of a sha2-256 digest; store.Executor is one.
+type CASChecker interface {
+	CASExistsBySHA256(ctx context.Context, digest []byte) (bool, error)
+}
+
 // header is what the first line of a compacted body says.
 type header struct {
 	// offset and length place the cut bytes in the full body.
@@ -58,39 +72,110 @@ type header struct {
 // activity, after the linkset was put in CAS: what cas lacks then is never assumed to come.
 // CAS content is never deleted, so a compacted body can always be expanded.
 func Compact(ctx context.Context, cas CAS, a *activity.Activity, body []byte) ([]byte, error) {
-	if a == nil || a.Object == nil || a.Object.AnchorEvent == nil || a.Object.AnchorEvent.Object == nil {
+	c, ok := locate(a, body)
+	if !ok {
 		return body, nil
 	}
-	ev := a.Object.AnchorEvent
-	h, err := ev.Hashlink()
-	if err != nil {
-		return body, nil
-	}
-	embedded, err := json.Marshal(ev.Object)
-	if err != nil {
-		return body, nil
-	}
-	// Any occurrence will do: the same bytes are put back where they were cut.
-	offset := bytes.Index(body, embedded)
-	if offset < 0 {
-		return body, nil
-	}
-	content, err := cas.CASGetBySHA256(ctx, h.Digest)
+	content, err := cas.CASGetBySHA256(ctx, c.digest)
 	if errors.Is(err, store.ErrNotFound) {
 		return body, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("compact outbox activity: read its linkset from CAS: %w", err)
 	}
-	if h.Verify(content) != nil {
-		return body, nil
+	if stored := c.against(content); stored != nil {
+		return stored, nil
 	}
-	if rebuilt, err := reencode(content); err != nil || !bytes.Equal(rebuilt, embedded) {
-		return body, nil
+	return body, nil
+}
+
+// Compaction is the stored form of an activity worked out before the transaction that stores
+// it (Plan): the compacted form, if the linkset's CAS bytes give back the bytes it cuts, and
+// the digest CAS must hold for it to be stored.
+type Compaction struct {
+	body []byte
+	// compacted is nil when the activity is stored whole whatever CAS holds.
+	compacted []byte
+	// digest is the sha2-256 of the linkset's CAS bytes.
+	digest []byte
+}
+
+// Plan works out, outside any transaction, how to store activity a, whose JSON is body, given
+// content: the bytes the caller puts in CAS as the linkset a's AnchorEvent embeds. It does what
+// Compact does with the bytes it reads, with the caller's instead, and reads nothing.
+func Plan(a *activity.Activity, body, content []byte) Compaction {
+	c, ok := locate(a, body)
+	if !ok {
+		return Compaction{body: body}
 	}
-	sum := sha256.Sum256(embedded)
-	hd := header{offset: offset, length: len(embedded), content: h.Digest, embedded: sum[:]}
-	rest := len(body) - len(embedded)
+	return Compaction{body: body, compacted: c.against(content), digest: c.digest}
+}
+
+// Stored returns what to store: the compacted form when cas holds the linkset Plan was given,
+// else the body. It must run in the transaction that stores the activity, after the linkset
+// was put in CAS, as Compact must. Knowing that CAS holds content of the linkset's sha2-256 is
+// knowing that it holds the very bytes Plan re-encoded: CAS keys its content by the digest it
+// computes of it (store.Executor.CASExistsBySHA256), and Plan checked that the bytes it was
+// given have that digest.
+func (c Compaction) Stored(ctx context.Context, cas CASChecker) ([]byte, error) {
+	if c.compacted == nil {
+		return c.body, nil
+	}
+	ok, err := cas.CASExistsBySHA256(ctx, c.digest)
+	if err != nil {
+		return nil, fmt.Errorf("compact outbox activity: look its linkset up in CAS: %w", err)
+	}
+	if !ok {
+		return c.body, nil
+	}
+	return c.compacted, nil
+}
+
+// cut is where the linkset an activity's AnchorEvent embeds lies in the activity's body.
+type cut struct {
+	body []byte
+	// digest is the hashlink's: the sha2-256 of the linkset's CAS bytes.
+	digest []byte
+	// embedded are the linkset's bytes as embedded, found at offset in body.
+	embedded []byte
+	offset   int
+}
+
+// locate finds the linkset a's AnchorEvent embeds in body, a's JSON; false if a embeds none or
+// body does not hold it as a writes it.
+func locate(a *activity.Activity, body []byte) (cut, bool) {
+	if a == nil || a.Object == nil || a.Object.AnchorEvent == nil || a.Object.AnchorEvent.Object == nil {
+		return cut{}, false
+	}
+	ev := a.Object.AnchorEvent
+	h, err := ev.Hashlink()
+	if err != nil {
+		return cut{}, false
+	}
+	embedded, err := json.Marshal(ev.Object)
+	if err != nil {
+		return cut{}, false
+	}
+	// Any occurrence will do: the same bytes are put back where they were cut.
+	offset := bytes.Index(body, embedded)
+	if offset < 0 {
+		return cut{}, false
+	}
+	return cut{body: body, digest: h.Digest, embedded: embedded, offset: offset}, true
+}
+
+// against returns the body without the embedded linkset, with its header, when content hashes
+// to the hashlink and re-encodes to the embedded bytes exactly; else nil.
+func (c cut) against(content []byte) []byte {
+	if sum := sha256.Sum256(content); !bytes.Equal(sum[:], c.digest) {
+		return nil
+	}
+	if rebuilt, err := reencode(content); err != nil || !bytes.Equal(rebuilt, c.embedded) {
+		return nil
+	}
+	sum := sha256.Sum256(c.embedded)
+	hd := header{offset: c.offset, length: len(c.embedded), content: c.digest, embedded: sum[:]}
+	rest := len(c.body) - len(c.embedded)
 	out := make([]byte, 0, len(magic)+2*(2*sha256.Size+20)+rest)
 	out = append(out, magic...)
 	out = strconv.AppendInt(out, int64(hd.offset), 10)
@@ -101,8 +186,8 @@ func Compact(ctx context.Context, cas CAS, a *activity.Activity, body []byte) ([
 	out = append(out, ' ')
 	out = hex.AppendEncode(out, hd.embedded)
 	out = append(out, '\n')
-	out = append(out, body[:offset]...)
-	return append(out, body[offset+len(embedded):]...), nil
+	out = append(out, c.body[:c.offset]...)
+	return append(out, c.body[c.offset+len(c.embedded):]...)
 }
 
 // IsCompact reports whether stored is in the compacted form.

@@ -93,31 +93,167 @@ func post(t *testing.T, st store.Store, a *activity.Activity, body, lsJSON []byt
 	return row
 }
 
+// postPlanned stores a as the relay publisher does through the outbox: its stored form is
+// planned against given before the transaction, which puts put in CAS (unless nil) and stores
+// a. It returns the row as stored.
+func postPlanned(t *testing.T, st store.Store, a *activity.Activity, body, given, put []byte) store.OutboxActivity {
+	t.Helper()
+	ctx := context.Background()
+	c := outboxbody.Plan(a, body, given)
+	require.NoError(t, st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+		if put != nil {
+			if err := tx.CASPut(ctx, cas.ComputeCID(put, cas.CIDv1), put); err != nil {
+				return err
+			}
+		}
+		stored, err := c.Stored(ctx, tx)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ActivityOutboxInsert(ctx, store.ActivityOutboxInsertParams{ActivityID: a.ID, Type: string(a.Type), Body: stored, Public: true})
+		return err
+	}))
+	row, err := st.ActivityOutboxGet(ctx, a.ID)
+	require.NoError(t, err)
+	return row
+}
+
+// ways are the two ways of storing an activity: worked out in the transaction from what CAS
+// holds (Compact), or before it from the bytes the transaction puts in CAS (Plan, then
+// Stored). lsJSON is put in CAS in the transaction unless nil.
+var ways = map[string]func(t *testing.T, st store.Store, a *activity.Activity, body, lsJSON []byte) store.OutboxActivity{
+	"Compact": post,
+	"Plan": func(t *testing.T, st store.Store, a *activity.Activity, body, lsJSON []byte) store.OutboxActivity {
+		t.Helper()
+		return postPlanned(t, st, a, body, lsJSON, lsJSON)
+	},
+}
+
 // TestCompactRoundTrip: an anchor's Create whose linkset is in CAS is stored without it, a few
 // hundred bytes, and expands to the very body posted; its size is known unexpanded.
 func TestCompactRoundTrip(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, st store.Store) {
-		for _, mt := range []string{activity.MediaTypeGzipBase64, activity.MediaTypeJSON} {
-			t.Run(mt, func(t *testing.T) {
-				ls := anchorLinkset(t, 200, mt)
-				a, body, lsJSON := createOf(t, ls, mt)
-				embedded, err := json.Marshal(ls)
-				require.NoError(t, err)
-				require.NotEqual(t, lsJSON, embedded, "the embedded linkset is not the CAS bytes: it is re-encoded")
+		for way, post := range ways {
+			for _, mt := range []string{activity.MediaTypeGzipBase64, activity.MediaTypeJSON} {
+				t.Run(way+"/"+mt, func(t *testing.T) {
+					ls := anchorLinkset(t, 200, mt)
+					a, body, lsJSON := createOf(t, ls, way+"-"+mt)
+					embedded, err := json.Marshal(ls)
+					require.NoError(t, err)
+					require.NotEqual(t, lsJSON, embedded, "the embedded linkset is not the CAS bytes: it is re-encoded")
 
-				row := post(t, st, a, body, lsJSON)
-				require.True(t, outboxbody.IsCompact(row.Body))
-				require.Less(t, len(row.Body), len(body)-len(embedded)+200, "stored without the linkset")
-				require.NotContains(t, string(row.Body), `"linkset"`)
-				require.Equal(t, len(body), outboxbody.Size(row.Body))
-				got, err := outboxbody.Expand(context.Background(), st, row.Body)
-				require.NoError(t, err)
-				require.Equal(t, string(body), string(got))
-			})
+					row := post(t, st, a, body, lsJSON)
+					require.True(t, outboxbody.IsCompact(row.Body))
+					require.Less(t, len(row.Body), len(body)-len(embedded)+200, "stored without the linkset")
+					require.NotContains(t, string(row.Body), `"linkset"`)
+					require.Equal(t, len(body), outboxbody.Size(row.Body))
+					got, err := outboxbody.Expand(context.Background(), st, row.Body)
+					require.NoError(t, err)
+					require.Equal(t, string(body), string(got))
+				})
+			}
 		}
 	})
 }
+
+// TestPlanStoresWhatCompactStores: planned before the transaction, an activity is stored in
+// the very form Compact gives in it, whatever that form is.
+func TestPlanStoresWhatCompactStores(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		ls := anchorLinkset(t, 50, activity.MediaTypeGzipBase64)
+		a, body, lsJSON := createOf(t, ls, "same")
+		bare, _, _ := createOf(t, ls, "bare")
+		bare.Object.AnchorEvent.Object = nil
+		bareBody, err := json.Marshal(bare)
+		require.NoError(t, err)
+		require.NoError(t, st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+			for _, c := range []struct {
+				a    *activity.Activity
+				body []byte
+			}{{a, body}, {bare, bareBody}} {
+				want, err := outboxbody.Compact(ctx, tx, c.a, c.body)
+				require.NoError(t, err)
+				got, err := outboxbody.Plan(c.a, c.body, lsJSON).Stored(ctx, tx)
+				require.NoError(t, err)
+				require.Equal(t, string(want), string(got), "CAS lacks the linkset: %s", c.a.ID)
+			}
+			if err := tx.CASPut(ctx, cas.ComputeCID(lsJSON, cas.CIDv1), lsJSON); err != nil {
+				return err
+			}
+			want, err := outboxbody.Compact(ctx, tx, a, body)
+			require.NoError(t, err)
+			require.True(t, outboxbody.IsCompact(want))
+			got, err := outboxbody.Plan(a, body, lsJSON).Stored(ctx, tx)
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(got), "CAS holds the linkset")
+			return nil
+		}))
+	})
+}
+
+// TestPlanNeedsCASAtTheTransaction: a plan made against the right bytes stores the activity
+// whole when CAS lacks them in the transaction that stores it, even though they are in CAS
+// later: what CAS lacks then is never assumed to come.
+func TestPlanNeedsCASAtTheTransaction(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		a, body, lsJSON := createOf(t, anchorLinkset(t, 5, activity.MediaTypeGzipBase64), "late")
+		row := postPlanned(t, st, a, body, lsJSON, nil)
+		require.Equal(t, body, row.Body)
+		require.NoError(t, st.CASPut(ctx, cas.ComputeCID(lsJSON, cas.CIDv1), lsJSON))
+		row, err := st.ActivityOutboxGet(ctx, a.ID)
+		require.NoError(t, err)
+		require.Equal(t, body, row.Body, "the row stays whole")
+	})
+}
+
+// TestPlanTrustsOnlyTheBytesItChecked: bytes that do not hash to the AnchorEvent's url, or do
+// not re-encode to the embedded linkset, plan no compaction, whatever CAS holds; the plan of an
+// activity stored whole never looks at CAS, and a failing lookup is an error.
+func TestPlanTrustsOnlyTheBytesItChecked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, body, lsJSON := createOf(t, anchorLinkset(t, 3, activity.MediaTypeGzipBase64), "checked")
+	other, err := anchorLinkset(t, 4, activity.MediaTypeGzipBase64).Canonical()
+	require.NoError(t, err)
+	for name, given := range map[string][]byte{"Nil": nil, "OtherLinkset": other, "Truncated": lsJSON[:len(lsJSON)-1]} {
+		stored, err := outboxbody.Plan(a, body, given).Stored(ctx, panickingChecker{})
+		require.NoError(t, err, name)
+		require.Equal(t, body, stored, name)
+	}
+
+	c := outboxbody.Plan(a, body, lsJSON)
+	stored, err := c.Stored(ctx, existsChecker{ok: true})
+	require.NoError(t, err)
+	require.True(t, outboxbody.IsCompact(stored))
+	got, err := outboxbody.Expand(ctx, fixedCAS(lsJSON), stored)
+	require.NoError(t, err)
+	require.Equal(t, body, got)
+	stored, err = c.Stored(ctx, existsChecker{ok: false})
+	require.NoError(t, err)
+	require.Equal(t, body, stored)
+	_, err = c.Stored(ctx, existsChecker{err: context.DeadlineExceeded})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// panickingChecker is a CAS that must not be asked.
+type panickingChecker struct{}
+
+func (panickingChecker) CASExistsBySHA256(context.Context, []byte) (bool, error) {
+	panic("a plan that compacts nothing looked at CAS")
+}
+
+// existsChecker answers every lookup alike.
+type existsChecker struct {
+	ok  bool
+	err error
+}
+
+func (e existsChecker) CASExistsBySHA256(context.Context, []byte) (bool, error) { return e.ok, e.err }
 
 // TestCompactKeepsTheFullBody: what compaction does not apply to, or cannot be sure of, is
 // stored as posted and read as it is.
@@ -125,37 +261,42 @@ func TestCompactKeepsTheFullBody(t *testing.T) {
 	t.Parallel()
 	st := storetest.Open(t, storetest.SQLiteOpener(t))
 	ctx := context.Background()
-	full := func(t *testing.T, a *activity.Activity, body, lsJSON []byte) {
+	// full stores a both ways, under an id of its own each, with lsJSON put in CAS (unless nil).
+	full := func(t *testing.T, a *activity.Activity, lsJSON []byte) {
 		t.Helper()
-		row := post(t, st, a, body, lsJSON)
-		require.False(t, outboxbody.IsCompact(row.Body))
-		require.Equal(t, body, row.Body)
-		require.Equal(t, len(body), outboxbody.Size(row.Body))
-		got, err := outboxbody.Expand(ctx, st, row.Body)
-		require.NoError(t, err)
-		require.Equal(t, body, got)
+		id := a.ID
+		for way, post := range ways {
+			a.ID = id + "-" + way
+			body, err := json.Marshal(a)
+			require.NoError(t, err)
+			row := post(t, st, a, body, lsJSON)
+			require.False(t, outboxbody.IsCompact(row.Body), way)
+			require.Equal(t, body, row.Body, way)
+			require.Equal(t, len(body), outboxbody.Size(row.Body), way)
+			got, err := outboxbody.Expand(ctx, st, row.Body)
+			require.NoError(t, err)
+			require.Equal(t, body, got, way)
+		}
 	}
 
 	t.Run("CASLacksTheLinkset", func(t *testing.T) {
-		a, body, _ := createOf(t, anchorLinkset(t, 3, activity.MediaTypeGzipBase64), "no-cas")
-		full(t, a, body, nil)
+		a, _, _ := createOf(t, anchorLinkset(t, 3, activity.MediaTypeGzipBase64), "no-cas")
+		full(t, a, nil)
 	})
 	t.Run("CASHoldsOtherBytes", func(t *testing.T) {
 		// The url names content CAS has, but it is not this linkset.
 		ls := anchorLinkset(t, 3, activity.MediaTypeGzipBase64)
 		a, _, lsJSON := createOf(t, anchorLinkset(t, 4, activity.MediaTypeGzipBase64), "other")
 		a.Object.AnchorEvent.Object = ls
-		body, err := json.Marshal(a)
-		require.NoError(t, err)
-		full(t, a, body, lsJSON)
+		full(t, a, lsJSON)
 	})
 	t.Run("ReencodingDiffers", func(t *testing.T) {
 		// Invalid UTF-8 is written as \ufffd when embedded, and comes back from the JCS copy as
 		// the character itself: the bytes would differ, so nothing is cut.
 		ls := anchorLinkset(t, 3, activity.MediaTypeGzipBase64)
 		ls.Linkset[0].Via = activity.Refs{{HRef: "https://a.example/\xff"}}
-		a, body, lsJSON := createOf(t, ls, "utf8")
-		full(t, a, body, lsJSON)
+		a, _, lsJSON := createOf(t, ls, "utf8")
+		full(t, a, lsJSON)
 	})
 	t.Run("NoAnchorEvent", func(t *testing.T) {
 		// An Offer embeds a linkset as its object, not in an AnchorEvent.
@@ -165,16 +306,12 @@ func TestCompactKeepsTheFullBody(t *testing.T) {
 		end := time.Now().UTC().Truncate(time.Second)
 		a := &activity.Activity{Context: activity.Strings{activity.ContextActivityStreams}, ID: actor + "/activities/offer", Type: activity.TypeOffer,
 			Actor: actor, To: activity.Strings{"https://w.example/services/anchord"}, Object: &activity.Object{Linkset: ls}, EndTime: &end}
-		body, err := json.Marshal(a)
-		require.NoError(t, err)
-		full(t, a, body, lsJSON)
+		full(t, a, lsJSON)
 	})
 	t.Run("BareReference", func(t *testing.T) {
 		a, _, lsJSON := createOf(t, anchorLinkset(t, 3, activity.MediaTypeGzipBase64), "bare")
 		a.Object.AnchorEvent.Object = nil
-		body, err := json.Marshal(a)
-		require.NoError(t, err)
-		full(t, a, body, lsJSON)
+		full(t, a, lsJSON)
 	})
 }
 

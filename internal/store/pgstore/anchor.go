@@ -38,6 +38,15 @@ func (e executor) CASGetBySHA256(ctx context.Context, digest []byte) ([]byte, er
 	return data, nil
 }
 
+// CASExistsBySHA256 implements store.Executor.
+func (e executor) CASExistsBySHA256(ctx context.Context, digest []byte) (bool, error) {
+	var ok bool
+	if err := e.q.QueryRow(ctx, qCASExistsBySHA256, digest).Scan(&ok); err != nil {
+		return false, fmt.Errorf("look up sha2-256 %x: %w", digest, interpretError(err))
+	}
+	return ok, nil
+}
+
 // AnchorInsert implements store.Executor.
 func (e executor) AnchorInsert(ctx context.Context, p store.AnchorInsertParams) (store.Anchor, error) {
 	a, err := scanAnchor(e.q.QueryRow(ctx, qAnchorInsert, p.AnchorString, p.CoreIndexCID, p.OpCount, p.Backend,

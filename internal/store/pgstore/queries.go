@@ -57,7 +57,8 @@ const (
 		ON CONFLICT (cid) DO UPDATE SET sha256 = excluded.sha256 WHERE cas_objects.sha256 IS NULL`
 	qCASGet = `SELECT data FROM cas_objects WHERE cid = $1`
 	// qCASGetBySHA256: two CIDs (v0 and v1) may hold the same bytes; either will do.
-	qCASGetBySHA256 = `SELECT data FROM cas_objects WHERE sha256 = $1 LIMIT 1`
+	qCASGetBySHA256    = `SELECT data FROM cas_objects WHERE sha256 = $1 LIMIT 1`
+	qCASExistsBySHA256 = `SELECT EXISTS (SELECT 1 FROM cas_objects WHERE sha256 = $1)`
 
 	qAnchorColumns = `seq, anchor_string, core_index_cid, op_count, backend, status, record, signature,
 		error, created_at, completed_at, observed_at, origin, hashlink, published_at`

@@ -44,3 +44,12 @@ func (e executor) CASGetBySHA256(ctx context.Context, digest []byte) ([]byte, er
 	}
 	return data, nil
 }
+
+// CASExistsBySHA256 implements store.Executor.
+func (e executor) CASExistsBySHA256(ctx context.Context, digest []byte) (bool, error) {
+	var ok bool
+	if err := e.r.QueryRowContext(ctx, qCASExistsBySHA256, digest).Scan(&ok); err != nil {
+		return false, fmt.Errorf("look up sha2-256 %x: %w", digest, err)
+	}
+	return ok, nil
+}

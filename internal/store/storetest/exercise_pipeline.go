@@ -38,6 +38,28 @@ func exercisePipeline(t *testing.T, setup setupFunc) {
 		other := sha256.Sum256([]byte("not stored"))
 		_, err = s.CASGetBySHA256(ctx, other[:])
 		require.ErrorIs(t, err, store.ErrNotFound)
+		ok, err := s.CASExistsBySHA256(ctx, sum[:])
+		require.NoError(t, err)
+		require.True(t, ok)
+		ok, err = s.CASExistsBySHA256(ctx, other[:])
+		require.NoError(t, err)
+		require.False(t, ok)
+		// Inside a transaction, content stored in it is there, and gone with its rollback.
+		fresh := []byte("stored in a transaction that rolls back")
+		freshSum := sha256.Sum256(fresh)
+		rollback := errors.New("roll back")
+		require.ErrorIs(t, s.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
+			if err := tx.CASPut(ctx, "QmFresh", fresh); err != nil {
+				return err
+			}
+			ok, err := tx.CASExistsBySHA256(ctx, freshSum[:])
+			require.NoError(t, err)
+			require.True(t, ok)
+			return rollback
+		}), rollback)
+		ok, err = s.CASExistsBySHA256(ctx, freshSum[:])
+		require.NoError(t, err)
+		require.False(t, ok)
 	})
 
 	t.Run("AnchorsObservedExactlyOnce", func(t *testing.T) {
