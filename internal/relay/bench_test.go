@@ -18,16 +18,8 @@ import (
 // reading its batch back (or not, when the observer handed its DIDs over), the previous anchors
 // of its DIDs, laying out the link and signing the credential.
 func BenchmarkPublishLargeAnchor(b *testing.B) {
-	n := newNetwork()
-	d := newDomain(b, n, "a", sqlite(b))
-	w := wallet.New(wallet.Config{})
-	reqs := make([][]byte, 10_000)
-	for i := range reqs {
-		_, req, err := w.Create()
-		require.NoError(b, err)
-		reqs[i] = req
-	}
-	d.anchorOps(reqs...)
+	d := newDomain(b, newNetwork(), "a", sqlite(b))
+	anchorCreates(b, d, 10_000)
 	ctx := context.Background()
 	next, err := d.st.AnchorNextToPublish(ctx)
 	require.NoError(b, err)
@@ -61,14 +53,7 @@ func BenchmarkPublishTransaction(b *testing.B) {
 			for _, f := range []string{"https://f1.example/services/anchord", "https://f2.example/services/anchord", "https://f3.example/services/anchord"} {
 				require.NoError(b, d.st.RelationshipUpsert(ctx, store.RelationshipUpsertParams{Kind: store.RelationshipFollower, Actor: f, Status: store.RelationshipAccepted}))
 			}
-			w := wallet.New(wallet.Config{})
-			reqs := make([][]byte, 10_000)
-			for i := range reqs {
-				_, req, err := w.Create()
-				require.NoError(b, err)
-				reqs[i] = req
-			}
-			d.anchorOps(reqs...)
+			anchorCreates(b, d, 10_000)
 			next, err := d.st.AnchorNextToPublish(ctx)
 			require.NoError(b, err)
 			suffixes, err := d.pub.suffixes(ctx, next)
@@ -107,4 +92,17 @@ func (s *rolledBackStore) InTx(ctx context.Context, fn func(ctx context.Context,
 		s.turns++
 		return errRolledBack
 	})
+}
+
+// anchorCreates anchors one batch of n creates at d.
+func anchorCreates(b *testing.B, d *domain, n int) {
+	b.Helper()
+	w := wallet.New(wallet.Config{})
+	reqs := make([][]byte, n)
+	for i := range reqs {
+		_, req, err := w.Create()
+		require.NoError(b, err)
+		reqs[i] = req
+	}
+	d.anchorOps(reqs...)
 }

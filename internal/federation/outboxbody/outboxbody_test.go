@@ -74,23 +74,9 @@ func createOf(t *testing.T, ls *activity.Linkset, id string) (*activity.Activity
 // as the publisher and the outbox do, and returns the row as stored.
 func post(t *testing.T, st store.Store, a *activity.Activity, body, lsJSON []byte) store.OutboxActivity {
 	t.Helper()
-	ctx := context.Background()
-	require.NoError(t, st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
-		if lsJSON != nil {
-			if err := tx.CASPut(ctx, cas.ComputeCID(lsJSON, cas.CIDv1), lsJSON); err != nil {
-				return err
-			}
-		}
-		stored, err := outboxbody.Compact(ctx, tx, a, body)
-		if err != nil {
-			return err
-		}
-		_, err = tx.ActivityOutboxInsert(ctx, store.ActivityOutboxInsertParams{ActivityID: a.ID, Type: string(a.Type), Body: stored, Public: true})
-		return err
-	}))
-	row, err := st.ActivityOutboxGet(ctx, a.ID)
-	require.NoError(t, err)
-	return row
+	return storeIn(t, st, a, lsJSON, func(ctx context.Context, tx store.Executor) ([]byte, error) {
+		return outboxbody.Compact(ctx, tx, a, body)
+	})
 }
 
 // postPlanned stores a as the relay publisher does through the outbox: its stored form is
@@ -98,19 +84,26 @@ func post(t *testing.T, st store.Store, a *activity.Activity, body, lsJSON []byt
 // a. It returns the row as stored.
 func postPlanned(t *testing.T, st store.Store, a *activity.Activity, body, given, put []byte) store.OutboxActivity {
 	t.Helper()
-	ctx := context.Background()
 	c := outboxbody.Plan(a, body, given)
+	return storeIn(t, st, a, put, func(ctx context.Context, tx store.Executor) ([]byte, error) { return c.Stored(ctx, tx) })
+}
+
+// storeIn puts put in CAS (unless nil) and a in the outbox in the form stored gives, in one
+// transaction, and returns the row as stored.
+func storeIn(t *testing.T, st store.Store, a *activity.Activity, put []byte, stored func(context.Context, store.Executor) ([]byte, error)) store.OutboxActivity {
+	t.Helper()
+	ctx := context.Background()
 	require.NoError(t, st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
 		if put != nil {
 			if err := tx.CASPut(ctx, cas.ComputeCID(put, cas.CIDv1), put); err != nil {
 				return err
 			}
 		}
-		stored, err := c.Stored(ctx, tx)
+		body, err := stored(ctx, tx)
 		if err != nil {
 			return err
 		}
-		_, err = tx.ActivityOutboxInsert(ctx, store.ActivityOutboxInsertParams{ActivityID: a.ID, Type: string(a.Type), Body: stored, Public: true})
+		_, err = tx.ActivityOutboxInsert(ctx, store.ActivityOutboxInsertParams{ActivityID: a.ID, Type: string(a.Type), Body: body, Public: true})
 		return err
 	}))
 	row, err := st.ActivityOutboxGet(ctx, a.ID)
