@@ -100,5 +100,4 @@ func TestNewDatabaseKeepsNoSuffixInOperationRows(t *testing.T) {
 		listed, after = append(listed, page...), next
 	}
 	require.Equal(t, []string{"EiA", "EiB"}, listed)
-
 }

@@ -219,7 +219,7 @@ func migratedTo(t *testing.T, ms []store.Migration) *Store {
 }
 
 // TestStoreRefusesANewerSchema: a database that records a migration this binary does not know
-// (applied by a newer anchord) is not opened, and is left as it was.
+// (applied by a newer anchord) is not opened.
 func TestStoreRefusesANewerSchema(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
