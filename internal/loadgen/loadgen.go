@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -360,11 +361,7 @@ func (r *runner) post(ctx context.Context, kind, suffix, reveal string, body []b
 		return false
 	}
 	if status != http.StatusOK {
-		var eb struct {
-			Code string `json:"code"`
-		}
-		_ = json.Unmarshal(respBody, &eb)
-		r.stats.posted(kind, lat, fmt.Sprintf("%d:%s", status, eb.Code))
+		r.stats.posted(kind, lat, errorCode(status, respBody))
 		return false
 	}
 	r.stats.posted(kind, lat, "")
@@ -374,6 +371,27 @@ func (r *runner) post(ctx context.Context, kind, suffix, reveal string, body []b
 		r.acceptedMu.Unlock()
 	}
 	return true
+}
+
+// errorTextMax bounds what errorCode keeps of a text answer: enough for Orb's fixed wordings
+// ("bad request: missing signing key"), not the rest of a message that may quote the request.
+const errorTextMax = 48
+
+// errorCode names a refused POST by its status and the code of its {"code","message"} body, or,
+// where the body is text (a did:orb server answers with Orb's plain-text messages), by the
+// start of its first line.
+func errorCode(status int, body []byte) string {
+	var eb struct {
+		Code string `json:"code"`
+	}
+	if json.Unmarshal(body, &eb) == nil && eb.Code != "" {
+		return fmt.Sprintf("%d:%s", status, eb.Code)
+	}
+	text, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
+	if len(text) > errorTextMax {
+		text = strings.ToValidUTF8(text[:errorTextMax], "") + "…"
+	}
+	return fmt.Sprintf("%d:%q", status, text)
 }
 
 // metadata is the part of a resolution result the generator checks.

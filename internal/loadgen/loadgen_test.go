@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,4 +178,46 @@ func TestPostTriesEveryTarget(t *testing.T) {
 	sum := r.stats.summary(time.Second)
 	require.Zero(t, sum.NoAnswer, "errors: %v", sum.Errors)
 	require.Equal(t, 200, sum.Accepted)
+}
+
+// TestRefusalsAreCountedByWhatTheServerSaid: a refusal is counted by its JSON code, or, from a
+// did:orb server, which answers in Orb's plain text, by the start of that text; a server that
+// quotes every request in its refusal adds no more than errorKindsMax names.
+func TestRefusalsAreCountedByWhatTheServerSaid(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		switch i := n.Add(1); {
+		case i <= 3:
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"code":"invalid_signature","message":"no"}`)
+		case i <= 5:
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, "bad request: missing signing key\n")
+		default:
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusConflict)
+			_, _ = fmt.Fprintf(w, "request %d quoted back at its sender, at some length to be cut", i)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	r := &runner{targets: []string{srv.URL}, stats: newStats()}
+	var err error
+	r.wire, err = newWire(r.targets, 1, 5*time.Second)
+	require.NoError(t, err)
+	t.Cleanup(r.wire.close)
+
+	for range 105 {
+		require.False(t, r.post(context.Background(), "create", "suffix", "reveal", []byte(`{}`)))
+	}
+	sum := r.stats.summary(time.Second)
+	require.Zero(t, sum.Accepted)
+	require.Equal(t, 3, sum.Errors["400:invalid_signature"])
+	require.Equal(t, 2, sum.Errors[`400:"bad request: missing signing key"`])
+	require.Len(t, sum.Errors, errorKindsMax+1, "errors: %v", sum.Errors)
+	require.Equal(t, 100-(errorKindsMax-2), sum.Errors["other"])
+	require.Equal(t, 1, sum.Errors[`409:"request 6 quoted back at its sender, at some len…"`])
 }

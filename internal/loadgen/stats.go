@@ -69,6 +69,10 @@ func (s *stats) fallBack(kind string) {
 	s.mu.Unlock()
 }
 
+// errorKindsMax bounds the distinct errors counted by name: a text answer that quotes each
+// request would otherwise add one per request. Later ones count as "other".
+const errorKindsMax = 32
+
 // posted records one answered POST: its latency and, when it was not accepted, its status and
 // error code.
 func (s *stats) posted(kind string, lat time.Duration, errCode string) {
@@ -79,6 +83,9 @@ func (s *stats) posted(kind string, lat time.Duration, errCode string) {
 	s.window = append(s.window, lat)
 	s.iv.observePost(lat, errCode == "")
 	if errCode != "" {
+		if _, seen := s.errors[errCode]; !seen && len(s.errors) >= errorKindsMax {
+			errCode = "other"
+		}
 		s.errors[errCode]++
 		return
 	}
