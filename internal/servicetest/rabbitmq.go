@@ -42,6 +42,7 @@ type RabbitMQ struct {
 	mu         sync.Mutex
 	killed     bool
 	appStopped bool // StopApp ran (or failed midway) and StartApp has not succeeded since
+	alarm      bool // RaiseMemoryAlarm ran and ClearMemoryAlarm has not succeeded since
 }
 
 // StartRabbitMQ starts a private node and stops it, removing its files, when the test ends.
@@ -164,13 +165,33 @@ func (r *RabbitMQ) StartApp() {
 	r.mu.Unlock()
 }
 
+// RaiseMemoryAlarm sets the node's memory high watermark below what it uses, which raises its
+// memory alarm: RabbitMQ then stops reading every connection that publishes, and tells those
+// clients that asked for it that it blocks them (connection.blocked).
+func (r *RabbitMQ) RaiseMemoryAlarm() {
+	r.tb.Helper()
+	r.mu.Lock()
+	r.alarm = true
+	r.mu.Unlock()
+	r.ctlRun("set_vm_memory_high_watermark", "absolute", "1000000")
+}
+
+// ClearMemoryAlarm sets the watermark back to RabbitMQ's default share of the machine's memory.
+func (r *RabbitMQ) ClearMemoryAlarm() {
+	r.tb.Helper()
+	r.ctlRun("set_vm_memory_high_watermark", "0.4")
+	r.mu.Lock()
+	r.alarm = false
+	r.mu.Unlock()
+}
+
 // Restore starts the application or the node again if a test stopped or killed it and failed
 // before starting it, so that the tests sharing the node after it find it running. Call it from
 // the goroutine of the test that started the node (a failure here fails that test).
 func (r *RabbitMQ) Restore() {
 	r.tb.Helper()
 	r.mu.Lock()
-	killed, stopped := r.killed, r.appStopped
+	killed, stopped, alarm := r.killed, r.appStopped, r.alarm
 	r.mu.Unlock()
 	switch {
 	case killed:
@@ -179,6 +200,10 @@ func (r *RabbitMQ) Restore() {
 	case stopped:
 		r.tb.Logf("servicetest: RabbitMQ node %s left with its app stopped; starting it again", r.node)
 		r.StartApp()
+	}
+	if alarm {
+		r.tb.Logf("servicetest: RabbitMQ node %s left with its memory alarm raised; clearing it", r.node)
+		r.ClearMemoryAlarm()
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -20,9 +21,11 @@ import (
 
 // connector owns the connections of one role (publisher or consumer) and hands out channels,
 // opening a new connection when the current ones hold MaxConnectionChannels channels or have
-// died. It never runs a goroutine of its own: a dead connection is noticed by whoever asks for
-// a channel next (publishers, subscription loops, Check), who then dials again, at most once per
-// backoff interval. Between attempts, requests fail fast with pubsub.ErrUnavailable.
+// died. It runs no goroutine of its own but one per connection that keeps what the broker says
+// of blocking it (the library hands those notices to a channel that must be read, and closes it
+// with the connection): a dead connection is noticed by whoever asks for a channel next
+// (publishers, subscription loops, Check), who then dials again, at most once per backoff
+// interval. Between attempts, requests fail fast with pubsub.ErrUnavailable.
 //
 // Only dialing happens under the lock, and a dial ends with its caller's context or
 // DialTimeout, whichever comes first. Requests to a live connection (channel.open,
@@ -57,6 +60,33 @@ type conn struct {
 	channels int
 	closes   chan *amqp.Error // buffered: the library must never block on it
 	full     bool             // the broker refused a channel: never ask this one again
+	// blocked is the reason the broker gave when it last said it blocks this connection
+	// (connection.blocked: RabbitMQ's memory or disk alarm), nil once it said it unblocked.
+	// RabbitMQ holds a blocked connection's publishes unread until the alarm clears.
+	blocked atomic.Pointer[string]
+}
+
+// watchBlocked keeps cn.blocked as the broker's notices on blocks say, until the library closes
+// blocks with the connection.
+func (c *connector) watchBlocked(cn *conn, blocks <-chan amqp.Blocking) {
+	gauge := c.metrics.blocked.WithLabelValues(c.role)
+	for b := range blocks {
+		if b.Active {
+			reason := b.Reason
+			if cn.blocked.Swap(&reason) == nil {
+				gauge.Inc()
+			}
+			c.log.Warn("the broker blocks this connection: publishes wait until it unblocks it", "reason", reason)
+			continue
+		}
+		if cn.blocked.Swap(nil) != nil {
+			gauge.Dec()
+			c.log.Info("the broker unblocked this connection")
+		}
+	}
+	if cn.blocked.Swap(nil) != nil {
+		gauge.Dec()
+	}
 }
 
 func newConnector(role string, cfg Config, declare func(*amqp.Channel) error, m *metrics) *connector {
@@ -174,6 +204,10 @@ func (c *connector) ensure(ctx context.Context) error {
 		return err
 	}
 	defer c.leave()
+	return c.ensureLocked(ctx)
+}
+
+func (c *connector) ensureLocked(ctx context.Context) error {
 	if c.closed {
 		return pubsub.ErrClosed
 	}
@@ -183,6 +217,24 @@ func (c *connector) ensure(ctx context.Context) error {
 	}
 	_, err := c.dialLocked(ctx)
 	return err
+}
+
+// check is ensure, and then an error wrapping pubsub.ErrUnavailable while the broker blocks a
+// live connection of the role: a publish on it would wait until the broker unblocks it.
+func (c *connector) check(ctx context.Context) error {
+	if err := c.enter(ctx); err != nil {
+		return err
+	}
+	defer c.leave()
+	if err := c.ensureLocked(ctx); err != nil {
+		return err
+	}
+	for _, cn := range c.conns {
+		if reason := cn.blocked.Load(); reason != nil {
+			return fmt.Errorf("the broker blocks the %s connection (%q): %w", c.role, *reason, pubsub.ErrUnavailable)
+		}
+	}
+	return nil
 }
 
 // waitRetry sleeps until the next dial is allowed; false when ctx ended first.
@@ -304,6 +356,7 @@ func (c *connector) dial(ctx context.Context) (*conn, error) {
 		return nil, fmt.Errorf("dial %s: %w", secret.RedactURL(c.url), c.cause(ctx, err))
 	}
 	cn := &conn{c: ac, closes: ac.NotifyClose(make(chan *amqp.Error, 1))}
+	go c.watchBlocked(cn, ac.NotifyBlocked(make(chan amqp.Blocking, 1)))
 	ch, err := ac.Channel()
 	if err != nil {
 		_ = ac.Close()

@@ -69,7 +69,9 @@
 // channel cannot be abandoned midway: so a Publish talks to the broker from a goroutine of its
 // own and returns ErrUnavailable when its context ends, while that goroutine keeps its pool slot
 // until the broker answers or the connection dies. Close ends such goroutines by closing the
-// connections, giving the broker DialTimeout to acknowledge.
+// connections, giving the broker DialTimeout to acknowledge. RabbitMQ says when it blocks a
+// connection (connection.blocked); while it blocks a publisher connection, Check reports the
+// broker unavailable with its reason.
 // A subscription with pool size N spreads its N slots over channels of SubscriberChannelSlots
 // (default 64) slots each, with prefetch equal to the slots; a handler that has not returned
 // holds one unit of prefetch and never blocks another slot.

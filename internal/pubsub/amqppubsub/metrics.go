@@ -21,6 +21,7 @@ type metrics struct {
 	handlerSeconds *prometheus.HistogramVec
 	connectionUp   *prometheus.GaugeVec
 	connections    *prometheus.GaugeVec
+	blocked        *prometheus.GaugeVec
 	dials          *prometheus.CounterVec
 }
 
@@ -53,6 +54,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"topic"})),
 		connectionUp: gauge("connection_up", "1 while the role has a live broker connection, else 0.", "role"),
 		connections:  gauge("connections", "Open broker connections.", "role"),
+		blocked:      gauge("connections_blocked", "Open broker connections the broker says it blocks (a memory or disk alarm): their publishes wait.", "role"),
 		dials:        counter("dials_total", "Connection attempts, by result (ok, error).", "role", "result"),
 	}
 }

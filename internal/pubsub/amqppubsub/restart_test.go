@@ -39,6 +39,7 @@ func TestPrivateBroker(t *testing.T) { //nolint:paralleltest // see above
 		{"StartupWaitsForBroker", testStartupWaitsForBroker},
 		{"BrokerRestart", testBrokerRestart},
 		{"BrokerKilled", testBrokerKilled},
+		{"BrokerBlocksPublishing", testBrokerBlocksPublishing},
 	} {
 		t.Run(sub.name, func(t *testing.T) { sub.run(t, node) }) //nolint:paralleltest // see above
 		// A subtest that failed between stopping and starting the node must not fail the next.
@@ -107,6 +108,68 @@ func testBrokerKilled(t *testing.T, node *servicetest.RabbitMQ) {
 		stop()
 		require.NoError(t, anchordtest.WaitOrTimeout(t, done, waitTimeoutTest))
 	}
+}
+
+// testBrokerBlocksPublishing: under a memory alarm the broker keeps the connection open and
+// stops reading what is published on it. Check, which /healthcheck reports as the broker's
+// state, answers ErrUnavailable once the broker says it blocks the publisher connection (it says
+// so when that connection publishes), the gauge counts the connection, and both recover when
+// the alarm clears; every publish confirmed before or after it is delivered.
+func testBrokerBlocksPublishing(t *testing.T, node *servicetest.RabbitMQ) {
+	reg := prometheus.NewRegistry()
+	cfg := Config{URL: node.URL(), Prefix: testPrefix(t), Registerer: reg}
+	removeOnCleanup(t, cfg)
+	ps := startPubSub(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	blocked := func() float64 {
+		return testutil.ToFloat64(ps.metrics.blocked.WithLabelValues("publisher"))
+	}
+	before := &pubsub.Message{Body: []byte("before")}
+	require.NoError(t, ps.Publish(ctx, pubsub.TopicAnchor, before))
+	require.NoError(t, ps.Check(ctx))
+
+	node.RaiseMemoryAlarm()
+	// The broker holds this publish unread; it is what makes the broker say it blocks us.
+	held, stopHeld := context.WithTimeout(ctx, 2*time.Second)
+	defer stopHeld()
+	err := ps.Publish(held, pubsub.TopicAnchor, &pubsub.Message{Body: []byte("held")})
+	require.ErrorIs(t, err, pubsub.ErrUnavailable)
+	require.Eventually(t, func() bool {
+		return errors.Is(ps.Check(ctx), pubsub.ErrUnavailable)
+	}, waitTimeoutTest, 20*time.Millisecond, "Check stayed healthy under the alarm")
+	require.ErrorContains(t, ps.Check(ctx), "blocks the publisher connection")
+	require.Equal(t, 1.0, blocked())
+
+	node.ClearMemoryAlarm()
+	require.Eventually(t, func() bool { return ps.Check(ctx) == nil }, waitTimeoutTest, 20*time.Millisecond,
+		"Check stayed down after the alarm cleared")
+	require.Zero(t, blocked())
+	after := &pubsub.Message{Body: []byte("after")}
+	require.NoError(t, ps.Publish(ctx, pubsub.TopicAnchor, after))
+
+	want := map[string]bool{before.ID: true, after.ID: true}
+	var mu sync.Mutex
+	all := make(chan struct{})
+	subCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() {
+		done <- ps.Subscribe(subCtx, pubsub.TopicAnchor, 4, func(_ context.Context, msg *pubsub.Message) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if want[msg.ID] {
+				delete(want, msg.ID)
+				if len(want) == 0 {
+					close(all)
+				}
+			}
+			return nil
+		})
+	}()
+	anchordtest.WaitOrTimeout(t, all, waitTimeoutTest)
+	stop()
+	require.NoError(t, anchordtest.WaitOrTimeout(t, done, waitTimeoutTest))
 }
 
 // testStartupWaitsForBroker: New waits for an unreachable broker (bounded by its context) and
