@@ -174,7 +174,7 @@ func (ps *PubSub) destination(op, topic string) (string, error) {
 // Check implements pubsub.PubSub: nil while the publisher connection is up (or can be
 // re-established now) and the broker does not block it, else an error wrapping
 // pubsub.ErrUnavailable. A blocked connection is reachable, but every publish on it waits
-// (until PublishTimeout) for an alarm only the broker's operator can clear.
+// (until its context ends) for an alarm only the broker's operator can clear.
 func (ps *PubSub) Check(ctx context.Context) error {
 	if ps.closed.Load() {
 		return fmt.Errorf("check: %w", pubsub.ErrClosed)
