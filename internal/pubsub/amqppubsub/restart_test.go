@@ -112,8 +112,8 @@ func testBrokerKilled(t *testing.T, node *servicetest.RabbitMQ) {
 
 // testBrokerBlocksPublishing: under a memory alarm the broker keeps the connection open and
 // stops reading what is published on it. Check, which /healthcheck reports as the broker's
-// state, answers ErrUnavailable once the broker says it blocks the publisher connection (it says
-// so when that connection publishes), the gauge counts the connection, and both recover when
+// state, answers ErrUnavailable once the broker says it blocks the publisher connection (here it
+// said so once that connection published), the gauge counts the connection, and both recover when
 // the alarm clears; every publish confirmed before or after it is delivered.
 func testBrokerBlocksPublishing(t *testing.T, node *servicetest.RabbitMQ) {
 	reg := prometheus.NewRegistry()
