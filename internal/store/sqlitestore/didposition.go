@@ -3,7 +3,6 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -159,43 +158,6 @@ func settleIndexLayout(ctx context.Context, db *sql.DB) (bySuffix bool, err erro
 	return false, nil
 }
 
-// appendPositions encodes positions, in anchor order, as the difference of each anchor's
-// sequence number from the previous one's and the index, both as unsigned varints: a DID with
-// one operation takes four to six bytes.
-func appendPositions(b []byte, positions []store.DIDPosition) []byte {
-	var last int64
-	for _, p := range positions {
-		b = binary.AppendUvarint(b, uint64(p.AnchorSeq-last))
-		b = binary.AppendUvarint(b, uint64(p.Index))
-		last = p.AnchorSeq
-	}
-	return b
-}
-
-// errPositions is a positions column that does not decode.
-var errPositions = errors.New("positions do not decode")
-
-// decodePositions is the inverse of appendPositions.
-func decodePositions(b []byte) ([]store.DIDPosition, error) {
-	var out []store.DIDPosition
-	var last int64
-	for len(b) > 0 {
-		d, n := binary.Uvarint(b)
-		if n <= 0 {
-			return nil, errPositions
-		}
-		b = b[n:]
-		i, n := binary.Uvarint(b)
-		if n <= 0 || i > 1<<31 {
-			return nil, errPositions
-		}
-		b = b[n:]
-		last += int64(d)
-		out = append(out, store.DIDPosition{AnchorSeq: last, Index: int(i)})
-	}
-	return out, nil
-}
-
 // positionsOf returns the positions suffix's state names; none for a DID without a state.
 func (e executor) positionsOf(ctx context.Context, suffix string) ([]store.DIDPosition, error) {
 	var row *sql.Row
@@ -211,7 +173,7 @@ func (e executor) positionsOf(ctx context.Context, suffix string) ([]store.DIDPo
 		}
 		return nil, err
 	}
-	return decodePositions(b)
+	return store.DecodePositions(b)
 }
 
 // positionsOfMany is positionsOf for several suffixes: those with a state that names positions.
@@ -229,7 +191,7 @@ func (e executor) positionsOfMany(ctx context.Context, suffixes []string) (map[s
 			if err := rows.Scan(&s, &b); err != nil {
 				return err
 			}
-			pos, err := decodePositions(b)
+			pos, err := store.DecodePositions(b)
 			if err != nil {
 				return fmt.Errorf("%s: %w", s, err)
 			}

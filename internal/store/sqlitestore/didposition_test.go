@@ -10,37 +10,6 @@ import (
 	"github.com/anchord/anchord/internal/store"
 )
 
-func TestPositionsRoundTrip(t *testing.T) {
-	t.Parallel()
-	for _, pos := range [][]store.DIDPosition{
-		{{AnchorSeq: 1, Index: 0}},
-		{{AnchorSeq: 1, Index: 9_999}, {AnchorSeq: 1 << 40, Index: 0}, {AnchorSeq: 1<<40 + 3, Index: 70_000}},
-	} {
-		b := appendPositions(nil, pos)
-		got, err := decodePositions(b)
-		require.NoError(t, err)
-		require.Equal(t, pos, got)
-	}
-	require.Len(t, appendPositions(nil, []store.DIDPosition{{AnchorSeq: 3_000, Index: 9_999}}), 4, "one operation: a few bytes")
-	got, err := decodePositions(nil)
-	require.NoError(t, err)
-	require.Empty(t, got)
-}
-
-func FuzzDecodePositions(f *testing.F) {
-	f.Add(appendPositions(nil, []store.DIDPosition{{AnchorSeq: 7, Index: 3}, {AnchorSeq: 9, Index: 0}}))
-	f.Add([]byte{0x80})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		pos, err := decodePositions(b)
-		if err != nil {
-			return
-		}
-		again, err := decodePositions(appendPositions(nil, pos))
-		require.NoError(t, err)
-		require.Equal(t, pos, again)
-	})
-}
-
 // TestSwitchWaitsForSuffixReads: the switch to positions returns only once the reads that chose
 // the suffix index are done, and every read that starts after it goes by positions.
 func TestSwitchWaitsForSuffixReads(t *testing.T) {

@@ -152,7 +152,7 @@ func stateArgs(args []any, states []store.DIDState) []any {
 		}
 		var positions []byte // NULL when it names none
 		if len(s.Positions) > 0 {
-			positions = appendPositions(nil, s.Positions)
+			positions = store.AppendPositions(nil, s.Positions)
 		}
 		args = append(args, s.Suffix, state, positions)
 	}

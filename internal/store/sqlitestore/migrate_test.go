@@ -152,7 +152,7 @@ func TestSuffixIndexIsKeptOnlyWhereRowsNeedIt(t *testing.T) {
 	}))
 	var positions []byte
 	require.NoError(t, s.writer.QueryRowContext(ctx, `SELECT positions FROM did_states WHERE suffix = 'a'`).Scan(&positions))
-	decoded, err := decodePositions(positions)
+	decoded, err := store.DecodePositions(positions)
 	require.NoError(t, err)
 	require.Equal(t, []store.DIDPosition{{AnchorSeq: 1}, {AnchorSeq: 2, Index: 5}}, decoded)
 	got, err = s.DIDOperationList(ctx, "a")

@@ -382,7 +382,7 @@ func (r *Relayout) fillPositions(ctx context.Context) (filled int64, end bool, h
 				}
 				// Empty rather than NULL for a state without rows (none is expected): it names
 				// what the suffix index finds, and the pass does not come back to it.
-				if _, err := set.ExecContext(ctx, appendPositions([]byte{}, positions), suffix); err != nil {
+				if _, err := set.ExecContext(ctx, store.AppendPositions([]byte{}, positions), suffix); err != nil {
 					return fmt.Errorf("positions of %s: %w", suffix, err)
 				}
 			}

@@ -554,7 +554,7 @@ func TestRelayoutKeepsRandomWritesAcrossStops(t *testing.T) {
 	relayoutToEnd(t, newTestRelayout(t, s))
 	filled := statesOf(t, s.writer)
 	s.Close()
-	hexOf := func(pos []store.DIDPosition) string { return fmt.Sprintf("%X", appendPositions(nil, pos)) }
+	hexOf := func(pos []store.DIDPosition) string { return fmt.Sprintf("%X", store.AppendPositions(nil, pos)) }
 
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
