@@ -17,6 +17,7 @@ import (
 	"github.com/anchord/anchord/internal/sidetree/batchfile"
 	"github.com/anchord/anchord/internal/sidetree/wallet"
 	"github.com/anchord/anchord/internal/store"
+	"github.com/anchord/anchord/internal/store/pgstore"
 	"github.com/anchord/anchord/internal/store/sqlitestore"
 	"github.com/anchord/anchord/internal/store/storetest"
 )
@@ -204,27 +205,38 @@ func TestFillStatesComputesWhatWasIndexedBefore(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, want, len(suffixes))
 
-			if backend == "sqlite" {
-				// Such a database's rows name their DID, which a new one's leave to the state.
-				for _, suffix := range suffixes {
-					ops, err := st.DIDOperationList(ctx, suffix)
+			// Such a database's rows name their DID, which a new one's leave to the state.
+			setSuffix := `UPDATE did_operations SET suffix = ? WHERE anchor_seq = ? AND op_index = ?`
+			if backend == "postgres" {
+				setSuffix = `UPDATE did_operations SET suffix = $1 WHERE anchor_seq = $2 AND op_index = $3`
+			}
+			for _, suffix := range suffixes {
+				ops, err := st.DIDOperationList(ctx, suffix)
+				require.NoError(t, err)
+				for _, op := range ops {
+					_, err = sc.Exec(ctx, setSuffix, suffix, op.AnchorSeq, op.Index)
 					require.NoError(t, err)
-					for _, op := range ops {
-						_, err = sc.Exec(ctx, `UPDATE did_operations SET suffix = ? WHERE anchor_seq = ? AND op_index = ?`, suffix, op.AnchorSeq, op.Index)
-						require.NoError(t, err)
-					}
 				}
 			}
 			// As before did_states: no state, and the migration's request for a fill.
 			_, err = sc.Exec(ctx, `DELETE FROM did_states`)
 			require.NoError(t, err)
 			require.NoError(t, st.SettingPut(ctx, store.DIDStateFillSetting, nil))
-			if backend == "sqlite" {
-				// Such a database also had the index by suffix, and the store, opened again,
-				// reads through it.
+			// Such a database also had the index by suffix, and the store, opened again,
+			// reads through it.
+			switch backend {
+			case "sqlite":
 				_, err = sc.Exec(ctx, `CREATE INDEX did_operations_suffix ON did_operations (suffix)`)
 				require.NoError(t, err)
 				again, err := sqlitestore.Open(ctx, sqlitestore.Config{DataDir: filepath.Dir(st.(*sqlitestore.Store).Path())})
+				require.NoError(t, err)
+				t.Cleanup(again.Close)
+				st = again
+			case "postgres":
+				_, err = sc.Exec(ctx, `ALTER TABLE did_operations DROP CONSTRAINT did_operations_pkey,
+					ADD PRIMARY KEY (suffix, anchor_seq, op_index)`)
+				require.NoError(t, err)
+				again, err := pgstore.Open(ctx, pgstore.Config{URL: sc.URL})
 				require.NoError(t, err)
 				t.Cleanup(again.Close)
 				st = again

@@ -10,9 +10,9 @@ type DIDState struct {
 	State  []byte
 	// Positions name the DID's rows of the per-DID index (DIDOperationInsertMany), in anchor
 	// order: every one, whether its operation applies or not. A backend that keeps no index of
-	// those rows by suffix (SQLite, once an older database is moved to its current layout)
-	// finds a DID's operations, its anchors and the DID itself through them; one that does may
-	// ignore them.
+	// those rows by suffix (SQLite, once an older database is moved to its current layout;
+	// PostgreSQL in a database that indexed nothing before its migration 30) finds a DID's
+	// operations, its anchors and the DID itself through them; one that does may ignore them.
 	Positions []DIDPosition
 }
 

@@ -148,7 +148,7 @@ func (e executor) DIDOperationInsertMany(ctx context.Context, ops []store.DIDOpe
 	seqs := make([]int64, n)
 	idx := make([]int32, n)
 	for i, op := range ops {
-		suffixes[i], seqs[i], idx[i], types[i] = op.Suffix, op.AnchorSeq, int32(op.Index), op.Type
+		suffixes[i], seqs[i], idx[i], types[i] = e.rowSuffix(op.Suffix), op.AnchorSeq, int32(op.Index), op.Type
 	}
 	if _, err := e.q.Exec(ctx, qDIDOperationInsert, suffixes, seqs, idx, types); err != nil {
 		return fmt.Errorf("index %d operations: %w", n, err)
@@ -158,6 +158,13 @@ func (e executor) DIDOperationInsertMany(ctx context.Context, ops []store.DIDOpe
 
 // DIDOperationList implements store.Executor.
 func (e executor) DIDOperationList(ctx context.Context, suffix string) ([]store.DIDOperation, error) {
+	if !e.bySuffix {
+		out, err := e.listByPositions(ctx, suffix)
+		if err != nil {
+			return nil, fmt.Errorf("list operations of %s: %w", suffix, err)
+		}
+		return out, nil
+	}
 	rows, err := e.q.Query(ctx, qDIDOperationList, suffix)
 	if err != nil {
 		return nil, fmt.Errorf("list operations of %s: %w", suffix, err)
@@ -180,6 +187,13 @@ func (e executor) DIDOperationList(ctx context.Context, suffix string) ([]store.
 func (e executor) DIDOperationLists(ctx context.Context, suffixes []string) (map[string][]store.DIDOperation, error) {
 	out := make(map[string][]store.DIDOperation)
 	if len(suffixes) == 0 {
+		return out, nil
+	}
+	if !e.bySuffix {
+		out, err := e.listsByPositions(ctx, suffixes)
+		if err != nil {
+			return nil, fmt.Errorf("list operations of %d DIDs: %w", len(suffixes), err)
+		}
 		return out, nil
 	}
 	rows, err := e.q.Query(ctx, qDIDOperationLists, suffixes)
@@ -207,6 +221,13 @@ func (e executor) DIDLastAnchors(ctx context.Context, suffixes []string) (map[st
 	if len(suffixes) == 0 {
 		return out, nil
 	}
+	if !e.bySuffix {
+		out, err := e.lastAnchorsByPositions(ctx, suffixes)
+		if err != nil {
+			return nil, fmt.Errorf("last anchors of %d DIDs: %w", len(suffixes), err)
+		}
+		return out, nil
+	}
 	rows, err := e.q.Query(ctx, qDIDLastAnchors, suffixes)
 	if err != nil {
 		return nil, fmt.Errorf("last anchors of %d DIDs: %w", len(suffixes), err)
@@ -220,13 +241,18 @@ func (e executor) DIDLastAnchors(ctx context.Context, suffixes []string) (map[st
 }
 
 // DIDSuffixList implements store.Executor: the distinct suffixes in suffix order, the cursor
-// the last of them.
+// the last of them; through did_operations' key by suffix or, without it, the states'.
 func (e executor) DIDSuffixList(ctx context.Context, after string, limit int) ([]string, string, error) {
-	rows, err := e.q.Query(ctx, qDIDSuffixList, after, limit)
-	if err != nil {
-		return nil, "", fmt.Errorf("list DID suffixes: %w", err)
+	var out []string
+	var err error
+	if e.bySuffix {
+		var rows pgx.Rows
+		if rows, err = e.q.Query(ctx, qDIDSuffixList, after, limit); err == nil {
+			out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+	} else {
+		out, err = e.suffixesOfStates(ctx, after, limit)
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, "", fmt.Errorf("list DID suffixes: %w", err)
 	}

@@ -55,6 +55,13 @@ func (e executor) DIDLatestAnchors(ctx context.Context, suffixes []string, befor
 	if len(suffixes) == 0 {
 		return out, nil
 	}
+	if !e.bySuffix {
+		out, err := e.latestAnchorsByPositions(ctx, suffixes, beforeSeq)
+		if err != nil {
+			return nil, fmt.Errorf("latest anchors of %d DIDs: %w", len(suffixes), err)
+		}
+		return out, nil
+	}
 	rows, err := e.q.Query(ctx, qDIDLatestAnchors, suffixes, beforeSeq)
 	if err != nil {
 		return nil, fmt.Errorf("latest anchors of %d DIDs: %w", len(suffixes), err)

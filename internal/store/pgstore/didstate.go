@@ -67,8 +67,8 @@ func (e executor) DIDStateInsertMany(ctx context.Context, states []store.DIDStat
 	if len(states) == 0 {
 		return out, nil
 	}
-	suffixes, values := stateColumns(states)
-	rows, err := e.q.Query(ctx, qDIDStateInsert, suffixes, values)
+	suffixes, values, positions := stateColumns(states)
+	rows, err := e.q.Query(ctx, qDIDStateInsert, suffixes, values, positions)
 	if err != nil {
 		return nil, fmt.Errorf("insert states of %d DIDs: %w", len(states), err)
 	}
@@ -87,23 +87,26 @@ func (e executor) DIDStatePutMany(ctx context.Context, states []store.DIDState) 
 	if len(states) == 0 {
 		return nil
 	}
-	suffixes, values := stateColumns(states)
-	if _, err := e.q.Exec(ctx, qDIDStatePut, suffixes, values); err != nil {
+	suffixes, values, positions := stateColumns(states)
+	if _, err := e.q.Exec(ctx, qDIDStatePut, suffixes, values, positions); err != nil {
 		return fmt.Errorf("put states of %d DIDs: %w", len(states), err)
 	}
 	return nil
 }
 
-// stateColumns returns the states' suffixes and values as arrays, in suffix order (bytewise,
-// as COLLATE "C" orders them).
-func stateColumns(states []store.DIDState) ([]string, [][]byte) {
+// stateColumns returns the states' suffixes, values and positions as arrays, in suffix order
+// (bytewise, as COLLATE "C" orders them); a state that names no positions has NULL.
+func stateColumns(states []store.DIDState) ([]string, [][]byte, [][]byte) {
 	sorted := slices.SortedFunc(slices.Values(states), func(a, b store.DIDState) int { return cmp.Compare(a.Suffix, b.Suffix) })
-	suffixes, values := make([]string, len(sorted)), make([][]byte, len(sorted))
+	suffixes, values, positions := make([]string, len(sorted)), make([][]byte, len(sorted)), make([][]byte, len(sorted))
 	for i, s := range sorted {
 		suffixes[i], values[i] = s.Suffix, s.State
 		if values[i] == nil {
 			values[i] = []byte{} // nil would be NULL
 		}
+		if len(s.Positions) > 0 {
+			positions[i] = store.AppendPositions(nil, s.Positions)
+		}
 	}
-	return suffixes, values
+	return suffixes, values, positions
 }

@@ -94,6 +94,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		return nil, err
 	}
+	if s.bySuffix, err = readIndexLayout(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(newPoolCollector(pool)); err != nil {
 			pool.Close()
@@ -129,7 +133,7 @@ func (s *Store) Close() { s.pool.Close() }
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Executor) error) error {
 	hctx, hooks := store.BeginCommitHooks(ctx)
 	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		return fn(hctx, executor{q: tx})
+		return fn(hctx, executor{q: tx, bySuffix: s.bySuffix})
 	}); err != nil {
 		return err
 	}
@@ -148,6 +152,9 @@ type querier interface {
 
 type executor struct {
 	q querier
+	// bySuffix: the per-DID index is read through did_operations' key by suffix, in a database
+	// that indexed operations before migration 30 (didposition.go).
+	bySuffix bool
 }
 
 // Now implements store.Executor.

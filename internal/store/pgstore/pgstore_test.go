@@ -97,14 +97,16 @@ func TestRowsIndexedBeforeKeepTheirRequests(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	u := storetest.PostgresURL(t)
-	s, err := pgstore.Open(ctx, pgstore.Config{URL: u, MaxConns: 2, Logger: anchordtest.Logger(t)})
-	require.NoError(t, err)
-	defer s.Close()
+	// An index of an anchord from before the positions (migration 30), which kept requests.
+	require.NoError(t, pgstore.MigrateBefore(ctx, u, 30))
 	conn, err := pgx.Connect(ctx, u)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, conn.Close(ctx)) }()
 	_, err = conn.Exec(ctx, `INSERT INTO did_operations (suffix, anchor_seq, op_index, op_type, request) VALUES ('a', 1, 0, 'create', '{"a":0}')`)
 	require.NoError(t, err)
+	s, err := pgstore.Open(ctx, pgstore.Config{URL: u, MaxConns: 2, Logger: anchordtest.Logger(t)})
+	require.NoError(t, err)
+	defer s.Close()
 	require.NoError(t, s.DIDOperationInsertMany(ctx, []store.DIDOperation{
 		{Suffix: "a", AnchorSeq: 2, Index: 0, Type: "update", Request: []byte(`{"a":2}`)},
 	}))

@@ -157,12 +157,12 @@ const (
 	qDIDStateGetMany = `SELECT suffix, state FROM did_states WHERE suffix = ANY($1)`
 	// The rows go in in the order given (sorted by suffix, bytewise) and are locked in the same
 	// order: two transactions that share DIDs then wait for each other in one order only.
-	qDIDStateInsert = `INSERT INTO did_states (suffix, state)
-		SELECT s, st FROM unnest($1::text[], $2::bytea[]) WITH ORDINALITY AS t(s, st, n) ORDER BY n
+	qDIDStateInsert = `INSERT INTO did_states (suffix, state, positions)
+		SELECT s, st, p FROM unnest($1::text[], $2::bytea[], $3::bytea[]) WITH ORDINALITY AS t(s, st, p, n) ORDER BY n
 		ON CONFLICT DO NOTHING RETURNING suffix`
 	qDIDStateLock = `SELECT suffix, state FROM did_states WHERE suffix = ANY($1)
 		ORDER BY suffix COLLATE "C" FOR UPDATE`
-	qDIDStatePut = `INSERT INTO did_states (suffix, state)
-		SELECT * FROM unnest($1::text[], $2::bytea[])
-		ON CONFLICT (suffix) DO UPDATE SET state = EXCLUDED.state`
+	qDIDStatePut = `INSERT INTO did_states (suffix, state, positions)
+		SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])
+		ON CONFLICT (suffix) DO UPDATE SET state = EXCLUDED.state, positions = EXCLUDED.positions`
 )

@@ -24,6 +24,8 @@ type Scratch struct {
 	// Exec runs one statement on the database outside the store and returns the rows it
 	// affected. Its text is the backend's own dialect ($1 on PostgreSQL, ? on SQLite).
 	Exec func(ctx context.Context, sql string, args ...any) (int64, error)
+	// URL is the database of a postgres Scratch (its schema included), to open it again.
+	URL string
 }
 
 // OpenScratch opens a Scratch on backend ("sqlite" or "postgres"); everything is closed when
@@ -63,7 +65,7 @@ func OpenScratch(t testing.TB, backend string) Scratch {
 				return 0, err
 			}
 			return tag.RowsAffected(), nil
-		}}
+		}, URL: u}
 	}
 	t.Fatalf("unknown backend %q", backend)
 	return Scratch{}
