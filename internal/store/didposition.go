@@ -41,3 +41,43 @@ func DecodePositions(b []byte) ([]DIDPosition, error) {
 	}
 	return out, nil
 }
+
+// LastAnchors returns each DID's latest anchor, from the positions its state names (in anchor
+// order, as DecodePositions returns them): DIDLastAnchors for a backend that reads positions.
+func LastAnchors(positions map[string][]DIDPosition) map[string]int64 {
+	out := make(map[string]int64, len(positions))
+	for s, pos := range positions {
+		if len(pos) > 0 {
+			out[s] = pos[len(pos)-1].AnchorSeq
+		}
+	}
+	return out
+}
+
+// AnchorsBefore returns each DID's latest anchor before beforeSeq, from the positions its state
+// names (in anchor order); a DID anchored only at or after beforeSeq has none.
+func AnchorsBefore(positions map[string][]DIDPosition, beforeSeq int64) map[string]int64 {
+	out := make(map[string]int64, len(positions))
+	for s, pos := range positions {
+		for i := len(pos) - 1; i >= 0; i-- {
+			if pos[i].AnchorSeq < beforeSeq {
+				out[s] = pos[i].AnchorSeq
+				break
+			}
+		}
+	}
+	return out
+}
+
+// AnchorRefs joins DIDs' anchors with the hashlinks read for them: DIDLatestAnchors for a
+// backend that reads positions. An anchor without a row in hashlinks leaves its DID out, as a
+// join of the anchors table would.
+func AnchorRefs(anchors map[string]int64, hashlinks map[int64]string) map[string]AnchorRef {
+	out := make(map[string]AnchorRef, len(anchors))
+	for s, seq := range anchors {
+		if h, ok := hashlinks[seq]; ok {
+			out[s] = AnchorRef{Seq: seq, Hashlink: h}
+		}
+	}
+	return out
+}

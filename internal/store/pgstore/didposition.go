@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -163,11 +165,7 @@ func (e executor) lastAnchorsByPositions(ctx context.Context, suffixes []string)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]int64, len(positions))
-	for s, pos := range positions {
-		out[s] = pos[len(pos)-1].AnchorSeq
-	}
-	return out, nil
+	return store.LastAnchors(positions), nil
 }
 
 // latestAnchorsByPositions is DIDLatestAnchors through the DIDs' states.
@@ -176,25 +174,11 @@ func (e executor) latestAnchorsByPositions(ctx context.Context, suffixes []strin
 	if err != nil {
 		return nil, err
 	}
-	latest := make(map[string]int64, len(positions))
-	var seqs []int64
-	seen := make(map[int64]bool)
-	for s, pos := range positions {
-		for i := len(pos) - 1; i >= 0; i-- {
-			if seq := pos[i].AnchorSeq; seq < beforeSeq {
-				latest[s] = seq
-				if !seen[seq] {
-					seen[seq] = true
-					seqs = append(seqs, seq)
-				}
-				break
-			}
-		}
+	latest := store.AnchorsBefore(positions, beforeSeq)
+	if len(latest) == 0 {
+		return map[string]store.AnchorRef{}, nil
 	}
-	out := make(map[string]store.AnchorRef, len(latest))
-	if len(seqs) == 0 {
-		return out, nil
-	}
+	seqs := slices.Compact(slices.Sorted(maps.Values(latest)))
 	rows, err := e.q.Query(ctx, qAnchorHashlinks, seqs)
 	if err != nil {
 		return nil, err
@@ -205,12 +189,7 @@ func (e executor) latestAnchorsByPositions(ctx context.Context, suffixes []strin
 	if _, err := pgx.ForEachRow(rows, []any{&seq, &h}, func() error { hashlinks[seq] = h; return nil }); err != nil {
 		return nil, err
 	}
-	for s, seq := range latest {
-		if h, ok := hashlinks[seq]; ok { // an anchor the join would not find is left out, as the join does
-			out[s] = store.AnchorRef{Seq: seq, Hashlink: h}
-		}
-	}
-	return out, nil
+	return store.AnchorRefs(latest, hashlinks), nil
 }
 
 // suffixesOfStates is DIDSuffixList through the states: every DID with anchored operations has one.

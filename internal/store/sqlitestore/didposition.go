@@ -249,11 +249,7 @@ func (e executor) lastAnchorsByPositions(ctx context.Context, suffixes []string)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]int64, len(positions))
-	for s, pos := range positions {
-		out[s] = pos[len(pos)-1].AnchorSeq
-	}
-	return out, nil
+	return store.LastAnchors(positions), nil
 }
 
 // latestAnchorsByPositions is DIDLatestAnchors through the DIDs' states.
@@ -262,16 +258,10 @@ func (e executor) latestAnchorsByPositions(ctx context.Context, suffixes []strin
 	if err != nil {
 		return nil, err
 	}
-	latest := make(map[string]int64, len(positions))
-	seqs := make(map[int64]bool)
-	for s, pos := range positions {
-		for i := len(pos) - 1; i >= 0; i-- {
-			if pos[i].AnchorSeq < beforeSeq {
-				latest[s] = pos[i].AnchorSeq
-				seqs[pos[i].AnchorSeq] = true
-				break
-			}
-		}
+	latest := store.AnchorsBefore(positions, beforeSeq)
+	seqs := make(map[int64]bool, len(latest))
+	for _, seq := range latest {
+		seqs[seq] = true
 	}
 	hashlinks := make(map[int64]string, len(seqs))
 	args := make([]any, 0, min(len(seqs), maxInList))
@@ -301,13 +291,7 @@ func (e executor) latestAnchorsByPositions(ctx context.Context, suffixes []strin
 	if err := query(); err != nil {
 		return nil, err
 	}
-	out := make(map[string]store.AnchorRef, len(latest))
-	for s, seq := range latest {
-		if h, ok := hashlinks[seq]; ok { // an anchor the join would not find is left out, as the join does
-			out[s] = store.AnchorRef{Seq: seq, Hashlink: h}
-		}
-	}
-	return out, nil
+	return store.AnchorRefs(latest, hashlinks), nil
 }
 
 // suffixesOfStates is DIDSuffixList through the states: every DID with anchored operations has
