@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -26,7 +25,6 @@ const (
 		JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
 		WHERE c.conrelid = 'did_operations'::regclass AND c.contype = 'p'`
 
-	qDIDPositions     = `SELECT positions FROM did_states WHERE suffix = $1`
 	qDIDPositionsMany = `SELECT suffix, positions FROM did_states WHERE suffix = ANY($1) AND positions IS NOT NULL`
 	// qDIDOperationsAt reads the rows at positions, each with the suffix it is read for, in the
 	// order given.
@@ -57,19 +55,8 @@ func (e executor) rowSuffix(suffix string) string {
 	return ""
 }
 
-// positionsOf returns the positions suffix's state names; none for a DID without a state.
-func (e executor) positionsOf(ctx context.Context, suffix string) ([]store.DIDPosition, error) {
-	var b []byte
-	if err := e.q.QueryRow(ctx, qDIDPositions, suffix).Scan(&b); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	return store.DecodePositions(b)
-}
-
-// positionsOfMany is positionsOf for several suffixes: those with a state that names positions.
+// positionsOfMany returns the positions the states of suffixes name: those with a state that
+// names any.
 func (e executor) positionsOfMany(ctx context.Context, suffixes []string) (map[string][]store.DIDPosition, error) {
 	out := make(map[string][]store.DIDPosition, len(suffixes))
 	if len(suffixes) == 0 {
@@ -114,24 +101,20 @@ func (e executor) operationsAt(ctx context.Context, positions map[string][]store
 		return nil, err
 	}
 	var op store.DIDOperation
-	n := 0
 	_, err = pgx.ForEachRow(rows, []any{&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request, &op.Origin, &op.AnchorString}, func() error {
 		if len(op.Request) == 0 {
 			op.Request = nil // not kept: rebuilt from the batch files
 		}
 		out[op.Suffix] = append(out[op.Suffix], op)
 		op.Request = nil // the next row's bytes are its own
-		n++
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if n != len(seqs) {
-		for s, pos := range positions {
-			if len(out[s]) != len(pos) {
-				return nil, fmt.Errorf("%d of the %d operations the state of %s names have no row", len(pos)-len(out[s]), len(pos), s)
-			}
+	for s, pos := range positions {
+		if len(out[s]) != len(pos) {
+			return nil, fmt.Errorf("%d of the %d operations the state of %s names have no row", len(pos)-len(out[s]), len(pos), s)
 		}
 	}
 	return out, nil
@@ -139,15 +122,8 @@ func (e executor) operationsAt(ctx context.Context, positions map[string][]store
 
 // listByPositions is DIDOperationList through the DID's state.
 func (e executor) listByPositions(ctx context.Context, suffix string) ([]store.DIDOperation, error) {
-	pos, err := e.positionsOf(ctx, suffix)
-	if err != nil || len(pos) == 0 {
-		return nil, err
-	}
-	ops, err := e.operationsAt(ctx, map[string][]store.DIDPosition{suffix: pos})
-	if err != nil {
-		return nil, err
-	}
-	return ops[suffix], nil
+	ops, err := e.listsByPositions(ctx, []string{suffix})
+	return ops[suffix], err
 }
 
 // listsByPositions is DIDOperationLists through the DIDs' states.
