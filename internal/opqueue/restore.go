@@ -58,10 +58,25 @@ func (q *Queue) RestoreTx(ctx context.Context, tx store.Executor, ops []NewOp) e
 // fails the anchor (the durability chain's link 4), and forgets that they were anchored, so
 // they are not taken for duplicates.
 func (q *Queue) GiveBackTx(ctx context.Context, tx store.Executor, seq int64, ops []NewOp) error {
-	if err := tx.AnchoredOpsDeleteByAnchor(ctx, seq); err != nil {
-		return fmt.Errorf("give back operations of anchor %d: %w", seq, err)
+	if err := forgetAnchored(ctx, tx, seq, ops); err != nil {
+		return err
 	}
 	return q.RestoreTx(ctx, tx, ops)
+}
+
+// forgetAnchored deletes the duplicate guard's rows of ops under anchor seq. The ids are those
+// Ack recorded: an operation's id is the digest of its stored request, which the batch files
+// give back byte for byte. Were one to differ, its old row would only keep a stale copy of the
+// operation out of the queue, while the copy given back is queued under its own id.
+func forgetAnchored(ctx context.Context, tx store.Executor, seq int64, ops []NewOp) error {
+	opIDs := make([]string, len(ops))
+	for i, op := range ops {
+		opIDs[i] = cmp.Or(op.OpID, OpIDOf(op.Request))
+	}
+	if err := tx.AnchoredOpsDeleteByAnchor(ctx, seq, opIDs); err != nil {
+		return fmt.Errorf("give back operations of anchor %d: %w", seq, err)
+	}
+	return nil
 }
 
 // Rows writes queue rows for a queue that lives in another process: a separate submitter
@@ -75,8 +90,8 @@ type Rows struct {
 
 // GiveBackTx is Queue.GiveBackTx for a queue in another process.
 func (r Rows) GiveBackTx(ctx context.Context, tx store.Executor, seq int64, ops []NewOp) error {
-	if err := tx.AnchoredOpsDeleteByAnchor(ctx, seq); err != nil {
-		return fmt.Errorf("give back operations of anchor %d: %w", seq, err)
+	if err := forgetAnchored(ctx, tx, seq, ops); err != nil {
+		return err
 	}
 	_, _, err := r.upsert(ctx, tx, ops)
 	return err

@@ -111,9 +111,12 @@ type Executor interface {
 	// AnchoredOpsInsert records, for keep, that the operations were anchored by anchor seq;
 	// ErrConflict if any of them already was (the caller's transaction must then roll back).
 	AnchoredOpsInsert(ctx context.Context, seq int64, opIDs []string, keep time.Duration) error
-	// AnchoredOpsDeleteByAnchor forgets the operations recorded for anchor seq (it failed, and
-	// its operations go back to the queue).
-	AnchoredOpsDeleteByAnchor(ctx context.Context, seq int64) error
+	// AnchoredOpsDeleteByAnchor forgets those of opIDs recorded for anchor seq (it failed, and
+	// its operations go back to the queue); one recorded for another anchor stays. The caller
+	// names the operations, read from the anchor's batch files, so that the rows are found by
+	// their key: nothing leads an index with the anchor, and a table of every operation of the
+	// last day is not scanned inside the transaction that fails an anchor.
+	AnchoredOpsDeleteByAnchor(ctx context.Context, seq int64, opIDs []string) error
 	// AnchoredOpsFilter returns which of opIDs are recorded as anchored.
 	AnchoredOpsFilter(ctx context.Context, opIDs []string) (map[string]bool, error)
 

@@ -37,8 +37,11 @@ func (e executor) AnchoredOpsFilter(ctx context.Context, opIDs []string) (map[st
 }
 
 // AnchoredOpsDeleteByAnchor implements store.Executor.
-func (e executor) AnchoredOpsDeleteByAnchor(ctx context.Context, seq int64) error {
-	if _, err := e.q.Exec(ctx, qAnchoredOpsDeleteByAnchor, seq); err != nil {
+func (e executor) AnchoredOpsDeleteByAnchor(ctx context.Context, seq int64, opIDs []string) error {
+	if len(opIDs) == 0 {
+		return nil
+	}
+	if _, err := e.q.Exec(ctx, qAnchoredOpsDeleteByAnchor, seq, opIDs); err != nil {
 		return fmt.Errorf("forget operations of anchor %d: %w", seq, err)
 	}
 	return nil

@@ -124,7 +124,7 @@ const qOpQueueTaskRefresh = `UPDATE op_queue_tasks SET updated_at = now() WHERE 
 
 const qOpQueueOwned = `SELECT id FROM op_queue WHERE instance_id = $1 AND id = ANY($2)`
 
-const qAnchoredOpsDeleteByAnchor = `DELETE FROM anchored_ops WHERE anchor_seq = $1`
+const qAnchoredOpsDeleteByAnchor = `DELETE FROM anchored_ops WHERE op_id = ANY($2) AND anchor_seq = $1`
 
 const qDIDSuffixList = `SELECT DISTINCT suffix FROM did_operations WHERE suffix > $1 ORDER BY suffix LIMIT $2`
 

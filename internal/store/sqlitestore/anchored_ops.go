@@ -63,9 +63,18 @@ func (e executor) AnchoredOpsFilter(ctx context.Context, opIDs []string) (map[st
 }
 
 // AnchoredOpsDeleteByAnchor implements store.Executor.
-func (e executor) AnchoredOpsDeleteByAnchor(ctx context.Context, seq int64) error {
-	if _, err := e.w.ExecContext(ctx, qAnchoredOpsDeleteByAnchor, seq); err != nil {
-		return fmt.Errorf("forget operations of anchor %d: %w", seq, err)
+func (e executor) AnchoredOpsDeleteByAnchor(ctx context.Context, seq int64, opIDs []string) error {
+	for start := 0; start < len(opIDs); start += maxInList {
+		chunk := opIDs[start:min(start+maxInList, len(opIDs))]
+		args := make([]any, 0, len(chunk)+1)
+		args = append(args, seq)
+		for _, id := range chunk {
+			args = append(args, id)
+		}
+		q := fmt.Sprintf(qAnchoredOpsDeleteByAnchor, strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ","))
+		if _, err := e.w.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("forget operations of anchor %d: %w", seq, err)
+		}
 	}
 	return nil
 }

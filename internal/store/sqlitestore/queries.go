@@ -130,7 +130,8 @@ const qOpQueueTaskRefresh = `UPDATE op_queue_tasks SET updated_at = ? WHERE inst
 // qOpQueueOwned is completed with one placeholder per id.
 const qOpQueueOwned = `SELECT id FROM op_queue WHERE instance_id = ? AND id IN (%s)`
 
-const qAnchoredOpsDeleteByAnchor = `DELETE FROM anchored_ops WHERE anchor_seq = ?`
+// qAnchoredOpsDeleteByAnchor is completed with one placeholder per id.
+const qAnchoredOpsDeleteByAnchor = `DELETE FROM anchored_ops WHERE anchor_seq = ? AND op_id IN (%s)`
 
 const qDIDSuffixList = `SELECT DISTINCT suffix FROM did_operations WHERE suffix > ? ORDER BY suffix LIMIT ?`
 

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -136,10 +137,16 @@ func exerciseAnchoredOps(t *testing.T, setup setupFunc) {
 		require.NoError(t, err)
 		require.Empty(t, got, "rolled back")
 
-		// A failed anchor's operations are forgotten, and only those.
+		// A failed anchor's operations are forgotten, and only those: one named that another
+		// anchor recorded stays, as does one of the failed anchor's that is not named.
 		require.NoError(t, s.AnchoredOpsInsert(ctx, 3, []string{"op-1400"}, time.Hour))
-		require.NoError(t, s.AnchoredOpsDeleteByAnchor(ctx, 1))
-		got, err = s.AnchoredOpsFilter(ctx, []string{"op-0000", "op-1400"})
+		require.NoError(t, s.AnchoredOpsDeleteByAnchor(ctx, 1, append(slices.Clone(many[1:1200]), "op-1400", "op-1499")))
+		got, err = s.AnchoredOpsFilter(ctx, many)
+		require.NoError(t, err)
+		require.Equal(t, map[string]bool{"op-0000": true, "op-1400": true}, got)
+		require.NoError(t, s.AnchoredOpsDeleteByAnchor(ctx, 1, nil))
+		require.NoError(t, s.AnchoredOpsDeleteByAnchor(ctx, 1, []string{"op-0000"}))
+		got, err = s.AnchoredOpsFilter(ctx, many)
 		require.NoError(t, err)
 		require.Equal(t, map[string]bool{"op-1400": true}, got)
 	})
