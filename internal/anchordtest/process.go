@@ -29,9 +29,25 @@ var (
 	buildErr  error
 )
 
-// Binary builds cmd/anchord once per test process (with -race when the tests run with it, and
-// with the revision in ANCHORD_REVISION stamped in, as scripts/test sets it) and returns its path. The build directory is removed by the OS temp cleaner, not by the test,
-// because several tests share it.
+// RaceChildrenEnv names the variable that builds the processes the tests start with the race
+// detector ("1"). Without it they are built without: the instrumented binaries cost the suite
+// several times their CPU on a machine already busy with the tests' own -race build, while each
+// component's concurrent code is raced in-process by its package's tests (and the embedded
+// daemon as a whole by loadgen's). With it, a race a child reports fails the test that started
+// it; before it existed, children were built with -race and their reports went unread.
+const RaceChildrenEnv = "ANCHORD_TEST_RACE_CHILDREN"
+
+// raceChildren reports whether the processes the tests start are built with -race.
+func raceChildren() bool { return os.Getenv(RaceChildrenEnv) == "1" }
+
+// raceReport is the line the race detector writes for each race it finds; a child keeps running
+// after it, so the report is found only in its log.
+const raceReport = "WARNING: DATA RACE"
+
+// Binary builds cmd/anchord once per test process (with -race only under RaceChildrenEnv, and
+// with the revision in ANCHORD_REVISION stamped in, as scripts/test sets it) and returns its
+// path. The build directory is removed by the OS temp cleaner, not by the test, because several
+// tests share it.
 func Binary(tb testing.TB) string {
 	tb.Helper()
 	buildOnce.Do(func() {
@@ -42,7 +58,7 @@ func Binary(tb testing.TB) string {
 		}
 		buildPath = filepath.Join(dir, "anchord")
 		args := []string{"build", "-o", buildPath}
-		if raceEnabled {
+		if raceChildren() {
 			args = append(args, "-race")
 		}
 		if rev := os.Getenv("ANCHORD_REVISION"); rev != "" {
@@ -154,6 +170,9 @@ func StartProcess(tb testing.TB, cfg ProcessConfig) *Process {
 		default:
 			_ = cmd.Process.Kill()
 			<-p.done
+		}
+		if raceChildren() && strings.Contains(log.String(), raceReport) {
+			tb.Errorf("%s reported a data race", strings.Join(cfg.Args, " "))
 		}
 		if tb.Failed() {
 			tb.Logf("log of %s:\n%s", strings.Join(cfg.Args, " "), log.String())

@@ -1,5 +1,0 @@
-//go:build !race
-
-package anchordtest
-
-const raceEnabled = false
