@@ -40,7 +40,7 @@ func (e executor) AnchoredOpsFilter(ctx context.Context, opIDs []string) (map[st
 		for i, id := range chunk {
 			args[i] = id
 		}
-		q := fmt.Sprintf(qAnchoredOpsFilter, strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ","))
+		q := fmt.Sprintf(qAnchoredOpsFilter, placeholders(len(chunk)))
 		rows, err := e.r.QueryContext(ctx, q, args...)
 		if err != nil {
 			return nil, fmt.Errorf("find anchored operations: %w", err)
@@ -71,7 +71,7 @@ func (e executor) AnchoredOpsDeleteByAnchor(ctx context.Context, seq int64, opID
 		for _, id := range chunk {
 			args = append(args, id)
 		}
-		q := fmt.Sprintf(qAnchoredOpsDeleteByAnchor, strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ","))
+		q := fmt.Sprintf(qAnchoredOpsDeleteByAnchor, placeholders(len(chunk)))
 		if _, err := e.w.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("forget operations of anchor %d: %w", seq, err)
 		}
