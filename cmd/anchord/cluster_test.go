@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"crypto/rand"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,7 +22,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anchord/anchord/internal/anchordtest"
+	"github.com/anchord/anchord/internal/config"
 	"github.com/anchord/anchord/internal/failpoint"
+	"github.com/anchord/anchord/internal/pubsub"
 	"github.com/anchord/anchord/internal/pubsub/amqppubsub"
 	"github.com/anchord/anchord/internal/sidetree"
 	"github.com/anchord/anchord/internal/sidetree/wallet"
@@ -73,10 +76,13 @@ func newCluster(t *testing.T, env [][]string, args ...string) *testCluster {
 	t.Helper()
 	amqpURL := anchordtest.AMQPURL(t)
 	c := &testCluster{dbURL: storetest.PostgresURL(t), prefix: randomPrefix(t)}
-	// Registered before the processes, so it runs after they are gone.
+	// Registered before the processes, so it runs after they are gone. The wait queues are
+	// named by the retry schedule, so each schedule the instances ran with is removed.
 	t.Cleanup(func() {
-		if err := amqppubsub.RemoveTopology(amqppubsub.Config{URL: amqpURL, Prefix: c.prefix}); err != nil {
-			t.Logf("remove RabbitMQ topology %s: %v", c.prefix, err)
+		for _, rd := range c.redeliveries(t) {
+			if err := amqppubsub.RemoveTopology(amqppubsub.Config{URL: amqpURL, Prefix: c.prefix, Redelivery: rd}); err != nil {
+				t.Logf("remove RabbitMQ topology %s: %v", c.prefix, err)
+			}
 		}
 	})
 	for _, e := range env {
@@ -89,6 +95,33 @@ func newCluster(t *testing.T, env [][]string, args ...string) *testCluster {
 		c.nodes = append(c.nodes, node)
 	}
 	return c
+}
+
+// redeliveries returns the distinct retry schedules the cluster's instances were configured
+// with, from their arguments and environment as serve reads them.
+func (c *testCluster) redeliveries(t *testing.T) []pubsub.RedeliveryConfig {
+	var out []pubsub.RedeliveryConfig
+	for _, n := range c.nodes {
+		cfg, err := config.Load(n.args[1:], func(name string) (string, bool) {
+			for _, kv := range slices.Backward(n.env) {
+				if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+					return v, true
+				}
+			}
+			return "", false
+		}, io.Discard)
+		if err != nil {
+			t.Logf("read instance %s's retry schedule: %v", n.addr, err)
+			continue
+		}
+		if rd := cfg.Redelivery(); !slices.Contains(out, rd) {
+			out = append(out, rd)
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, pubsub.RedeliveryConfig{})
+	}
+	return out
 }
 
 func randomPrefix(t *testing.T) string {
