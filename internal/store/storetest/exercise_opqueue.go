@@ -103,6 +103,47 @@ func exerciseOpQueue(t *testing.T, setup setupFunc) {
 		require.Zero(t, n)
 	})
 
+	// A group commit of thousands (intake's MaxCommit) in one call, with operations already
+	// queued among new ones: every id in input order, the queued ones keeping theirs.
+	t.Run("OpQueueUpsertManyLargeGroup", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		ctx := context.Background()
+		old, err := s.OpQueueUpsertMany(ctx, []store.OpQueueInsertParams{queued("op-0100", "s100", "a"), queued("op-2400", "s2400", "a")})
+		require.NoError(t, err)
+		ops := make([]store.OpQueueInsertParams, 2500)
+		for i := range ops {
+			ops[i] = queued(fmt.Sprintf("op-%04d", i), fmt.Sprintf("s%d", i), "b")
+		}
+		ids, err := s.OpQueueUpsertMany(ctx, ops)
+		require.NoError(t, err)
+		require.Len(t, ids, len(ops))
+		require.Equal(t, old[0], ids[100])
+		require.Equal(t, old[1], ids[2400])
+		seen := map[int64]bool{}
+		prev := int64(0)
+		for i, id := range ids {
+			require.False(t, seen[id], "id %d given twice", id)
+			seen[id] = true
+			if i != 100 && i != 2400 {
+				require.Greater(t, id, prev, "new rows' ids in input order")
+				prev = id
+			}
+		}
+		var n int
+		var after int64
+		for {
+			page, err := s.OpQueueList(ctx, store.OpQueueListParams{InstanceID: "b", AfterID: after, Limit: 1000})
+			require.NoError(t, err)
+			if len(page) == 0 {
+				break
+			}
+			n += len(page)
+			after = page[len(page)-1].ID
+		}
+		require.Equal(t, len(ops), n, "every operation queued once, owned by b")
+	})
+
 	t.Run("OpQueueRetryIsFenced", func(t *testing.T) {
 		t.Parallel()
 		s, _ := setup(t)
