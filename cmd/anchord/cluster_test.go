@@ -98,7 +98,8 @@ func newCluster(t *testing.T, env [][]string, args ...string) *testCluster {
 }
 
 // redeliveries returns the distinct retry schedules the cluster's instances were configured
-// with, from their arguments and environment as serve reads them.
+// with, from their arguments and environment (the test's, with the node's added, as
+// anchordtest.StartProcess gives it) as serve reads them.
 func (c *testCluster) redeliveries(t *testing.T) []pubsub.RedeliveryConfig {
 	var out []pubsub.RedeliveryConfig
 	for _, n := range c.nodes {
@@ -108,7 +109,7 @@ func (c *testCluster) redeliveries(t *testing.T) []pubsub.RedeliveryConfig {
 					return v, true
 				}
 			}
-			return "", false
+			return os.LookupEnv(name)
 		}, io.Discard)
 		if err != nil {
 			t.Logf("read instance %s's retry schedule: %v", n.addr, err)

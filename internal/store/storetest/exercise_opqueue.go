@@ -20,6 +20,22 @@ func queued(opID, suffix, instance string) store.OpQueueInsertParams {
 	}
 }
 
+// listQueued pages through an instance's queued operations, pageSize at a time.
+func listQueued(t *testing.T, s store.Store, instance string, pageSize int) []store.QueuedOp {
+	t.Helper()
+	var got []store.QueuedOp
+	var after int64
+	for {
+		page, err := s.OpQueueList(context.Background(), store.OpQueueListParams{InstanceID: instance, AfterID: after, Limit: pageSize})
+		require.NoError(t, err)
+		if len(page) == 0 {
+			return got
+		}
+		got = append(got, page...)
+		after = page[len(page)-1].ID
+	}
+}
+
 func exerciseOpQueue(t *testing.T, setup setupFunc) {
 	t.Run("OpQueueUpsertListDelete", func(t *testing.T) {
 		t.Parallel()
@@ -40,17 +56,7 @@ func exerciseOpQueue(t *testing.T, setup setupFunc) {
 		}
 
 		// Paging through instance a's rows.
-		var got []store.QueuedOp
-		var after int64
-		for {
-			page, err := s.OpQueueList(ctx, store.OpQueueListParams{InstanceID: "a", AfterID: after, Limit: 10})
-			require.NoError(t, err)
-			if len(page) == 0 {
-				break
-			}
-			got = append(got, page...)
-			after = page[len(page)-1].ID
-		}
+		got := listQueued(t, s, "a", 10)
 		require.Len(t, got, 25)
 		first := got[0]
 		require.Equal(t, "op-00", first.OpID)
@@ -130,18 +136,7 @@ func exerciseOpQueue(t *testing.T, setup setupFunc) {
 				prev = id
 			}
 		}
-		var n int
-		var after int64
-		for {
-			page, err := s.OpQueueList(ctx, store.OpQueueListParams{InstanceID: "b", AfterID: after, Limit: 1000})
-			require.NoError(t, err)
-			if len(page) == 0 {
-				break
-			}
-			n += len(page)
-			after = page[len(page)-1].ID
-		}
-		require.Equal(t, len(ops), n, "every operation queued once, owned by b")
+		require.Len(t, listQueued(t, s, "b", 1000), len(ops), "every operation queued once, owned by b")
 	})
 
 	t.Run("OpQueueRetryIsFenced", func(t *testing.T) {
