@@ -74,11 +74,17 @@ func (p *Pending) reserve(suffix, opID string) (bool, <-chan struct{}) {
 // first index rows. The returned func ends the mark; the observer calls it once the transaction
 // is decided, after ReleaseIndexed when it committed.
 func (p *Pending) Committing(ops []store.DIDOperation) (done func()) {
+	// Hashed before the lock is taken: an anchor holds up to thousands of operations, and every
+	// accepted request's Reserve waits for the lock.
+	ids := make([]string, len(ops))
+	for i, op := range ops {
+		ids[i] = opqueue.OpIDOf(op.Request)
+	}
 	ch := make(chan struct{})
 	var marked []string
 	p.mu.Lock()
-	for _, op := range ops {
-		if r, ok := p.m[op.Suffix]; ok && r.committing == nil && r.opID == opqueue.OpIDOf(op.Request) {
+	for i, op := range ops {
+		if r, ok := p.m[op.Suffix]; ok && r.committing == nil && r.opID == ids[i] {
 			r.committing = ch
 			p.m[op.Suffix] = r
 			marked = append(marked, op.Suffix)

@@ -1,10 +1,10 @@
 package sidetree
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"slices"
-	"strings"
 )
 
 // The binary form of a StateRecord (AppendBinary), version 1. Integers are unsigned varints,
@@ -143,39 +143,55 @@ func appendName(b []byte, s string) []byte {
 
 func appendJWK(b []byte, jwk []byte) []byte {
 	for i, t := range jwkTemplates {
-		if values, ok := matchTemplate(t, string(jwk)); ok {
-			b = append(b, byte(i+1))
-			for _, v := range values {
-				b = appendString(b, string(v))
-			}
-			return b
+		if out, ok := appendTemplateFill(append(b, byte(i+1)), t, jwk); ok {
+			return out
 		}
 	}
-	return appendString(append(b, 0), string(jwk))
+	b = binary.AppendUvarint(append(b, 0), uint64(len(jwk)))
+	return append(b, jwk...)
 }
 
-// matchTemplate returns the decoded values that fill t's holes to give s exactly, if any do.
-func matchTemplate(t []string, s string) ([][]byte, bool) {
-	rest, ok := strings.CutPrefix(s, t[0])
+// appendTemplateFill appends, each as a byte string, the decoded values that fill t's holes to
+// give jwk exactly, if any do. When none do it returns false, having written past b's length.
+// The values are decoded in place, without a copy: every indexed create and update encodes its
+// DID's keys.
+func appendTemplateFill(b []byte, t []string, jwk []byte) ([]byte, bool) {
+	rest, ok := cutPrefix(jwk, t[0])
 	if !ok {
-		return nil, false
+		return b, false
 	}
-	values := make([][]byte, 0, len(t)-1)
 	for _, seg := range t[1:] {
-		end := strings.IndexByte(rest, '"')
+		end := bytes.IndexByte(rest, '"')
 		if end < 0 {
-			return nil, false
+			return b, false
 		}
-		v, err := base64.RawURLEncoding.Strict().DecodeString(rest[:end])
-		if err != nil || base64.RawURLEncoding.EncodeToString(v) != rest[:end] {
-			return nil, false
+		enc := rest[:end]
+		// Canonical base64url is what re-encoding the value gives back. The decoder skips CR
+		// and LF, so a value with either is not; without them, a strict decode to the full
+		// length is.
+		if bytes.ContainsAny(enc, "\r\n") {
+			return b, false
 		}
-		values = append(values, v)
-		if rest, ok = strings.CutPrefix(rest[end:], seg); !ok {
-			return nil, false
+		n := base64.RawURLEncoding.DecodedLen(len(enc))
+		b = binary.AppendUvarint(b, uint64(n))
+		at := len(b)
+		b = slices.Grow(b, n)[:at+n]
+		if got, err := base64.RawURLEncoding.Strict().Decode(b[at:], enc); err != nil || got != n {
+			return b, false
+		}
+		if rest, ok = cutPrefix(rest[end:], seg); !ok {
+			return b, false
 		}
 	}
-	return values, rest == ""
+	return b, len(rest) == 0
+}
+
+// cutPrefix is bytes.CutPrefix with a string prefix, which it does not copy.
+func cutPrefix(s []byte, prefix string) ([]byte, bool) {
+	if len(s) < len(prefix) || string(s[:len(prefix)]) != prefix {
+		return s, false
+	}
+	return s[len(prefix):], true
 }
 
 func appendCommitment(b []byte, c string) []byte {
@@ -183,8 +199,13 @@ func appendCommitment(b []byte, c string) []byte {
 		return append(b, 0)
 	}
 	if len(c) == EncodedMultihashLength {
-		if raw, err := base64.RawURLEncoding.Strict().DecodeString(c); err == nil && len(raw) == multihashSize && base64.RawURLEncoding.EncodeToString(raw) == c {
-			return append(append(b, 1), raw...)
+		// Decoded on the stack, as DecodeMultihash does; 46 characters that decode strictly
+		// to all 34 bytes hold no CR or LF (which the decoder skips), so they are canonical.
+		var src [EncodedMultihashLength]byte
+		var raw [multihashSize]byte
+		copy(src[:], c)
+		if n, err := base64.RawURLEncoding.Strict().Decode(raw[:], src[:]); err == nil && n == multihashSize {
+			return append(append(b, 1), raw[:]...)
 		}
 	}
 	return appendString(append(b, 2), c)

@@ -1,6 +1,8 @@
 package sidetree_test
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -305,4 +307,56 @@ func describe(ops []sidetree.AnchoredOperation) string {
 		fmt.Fprintf(&b, "%d.%d %s %s; ", op.Sequence, op.Position, typ.Type, op.Origin)
 	}
 	return b.String()
+}
+
+// TestStateRecordKeepsWhatItCannotShorten: a JWK is stored by its template and a commitment as
+// its multihash bytes only where decoding them gives back exactly the JSON and the string; every
+// other one is stored as it is, and all come back byte for byte.
+func TestStateRecordKeepsWhatItCannotShorten(t *testing.T) {
+	t.Parallel()
+	x := base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{0xfb}, 32))
+	y := base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{0x07}, 32))
+	mh := base64.RawURLEncoding.EncodeToString(append([]byte{0x12, 0x20}, bytes.Repeat([]byte{0xfe}, 32)...))
+	for _, tc := range []struct {
+		name      string
+		jwk       string
+		shortened bool
+	}{
+		{"secp256k1", `{"kty":"EC","crv":"secp256k1","x":"` + x + `","y":"` + y + `"}`, true},
+		{"Ed25519", `{"kty":"OKP","crv":"Ed25519","x":"` + x + `"}`, true},
+		{"an empty value", `{"kty":"OKP","crv":"Ed25519","x":""}`, true},
+		{"a line feed in a value", `{"kty":"OKP","crv":"Ed25519","x":"` + x[:20] + "\n" + x[20:] + `"}`, false},
+		{"a line feed the decoded length does not show", `{"kty":"OKP","crv":"Ed25519","x":"` + x[:20] + "\n" + x[20:40] + `"}`, false},
+		{"a carriage return in a value", `{"kty":"OKP","crv":"Ed25519","x":"` + x[:4] + "\r" + x[4:] + `"}`, false},
+		{"trailing bits set", `{"kty":"OKP","crv":"Ed25519","x":"` + x[:42] + `B"}`, false},
+		{"a value of impossible length", `{"kty":"OKP","crv":"Ed25519","x":"` + x[:41] + `"}`, false},
+		{"padding", `{"kty":"OKP","crv":"Ed25519","x":"` + x + `="}`, false},
+		{"standard base64", `{"kty":"OKP","crv":"Ed25519","x":"` + strings.NewReplacer("-", "+", "_", "/").Replace(x) + `"}`, false},
+		{"a member more", `{"kty":"OKP","crv":"Ed25519","x":"` + x + `","d":"AA"}`, false},
+		{"the template cut short", `{"kty":"EC","crv":"secp256k1","x":"` + x + `"`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, commitment := range []string{mh, mh[:20] + "\n" + mh[21:], mh[:45] + "B", "AA" + mh[2:]} {
+				rec := &sidetree.StateRecord{State: &sidetree.State{
+					Published: true, RecoveryCommitment: commitment, UpdateCommitment: mh,
+					Document: sidetree.Document{PublicKeys: []sidetree.PublicKey{{ID: "k", Type: "JsonWebKey2020", JWK: []byte(tc.jwk)}}},
+				}}
+				b := rec.AppendBinary(nil)
+				again, err := sidetree.DecodeStateRecord("EiSuffix", b)
+				require.NoError(t, err)
+				require.Equal(t, tc.jwk, string(again.State.Document.PublicKeys[0].JWK))
+				require.Equal(t, commitment, again.State.RecoveryCommitment)
+				require.Equal(t, mh, again.State.UpdateCommitment)
+				require.Equal(t, b, again.AppendBinary(nil), "the record encodes as it did")
+				if commitment == mh {
+					// The key's share of the record: its JSON, or the template's index and the
+					// decoded values, which are shorter.
+					withoutKey := &sidetree.StateRecord{State: &sidetree.State{Published: true, RecoveryCommitment: commitment, UpdateCommitment: mh,
+						Document: sidetree.Document{PublicKeys: []sidetree.PublicKey{{ID: "k", Type: "JsonWebKey2020", JWK: nil}}}}}
+					share := len(b) - len(withoutKey.AppendBinary(nil))
+					require.Equal(t, tc.shortened, share < len(tc.jwk), "stored in %d bytes", share)
+				}
+			}
+		})
+	}
 }
