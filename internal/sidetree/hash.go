@@ -80,21 +80,30 @@ func encodeDigest(sum [sha256Size]byte) string {
 	return encodeBase64URL(mh[:])
 }
 
+// decodeMultihashBytes decodes s on the stack when it is the canonical base64url of
+// multihashSize bytes, whatever they are. 46 characters that decode strictly to all 34 bytes
+// hold no CR or LF (which the decoder skips; with one, 45 characters are left, a length no
+// encoding has), so they are canonical without encoding them again.
+func decodeMultihashBytes(s string) ([multihashSize]byte, bool) {
+	var mh [multihashSize]byte
+	if len(s) != EncodedMultihashLength {
+		return mh, false
+	}
+	var src [EncodedMultihashLength]byte
+	copy(src[:], s)
+	n, err := base64.RawURLEncoding.Strict().Decode(mh[:], src[:])
+	return mh, err == nil && n == multihashSize
+}
+
 // DecodeMultihash returns the SHA-256 digest carried by an encoded multihash. It is strict: the
 // string must be canonical base64url of exactly 0x12 0x20 followed by 32 bytes.
 func DecodeMultihash(s string) ([sha256Size]byte, error) {
 	var digest [sha256Size]byte
-	if len(s) == EncodedMultihashLength {
-		// Decoded on the stack: every resolution parses its DID's suffix. Anything this refuses
-		// is refused below, with its reason. (The decoder skips newlines, which the charset
-		// check refuses, but a string with one decodes to fewer bytes.)
-		var src [EncodedMultihashLength]byte
-		var mh [multihashSize]byte
-		copy(src[:], s)
-		if n, err := base64.RawURLEncoding.Strict().Decode(mh[:], src[:]); err == nil && n == multihashSize && mh[0] == multihashSHA256 && mh[1] == sha256Size {
-			copy(digest[:], mh[2:])
-			return digest, nil
-		}
+	// Every resolution parses its DID's suffix: the common case is decoded on the stack.
+	// Anything this refuses is refused below, with its reason.
+	if mh, ok := decodeMultihashBytes(s); ok && mh[0] == multihashSHA256 && mh[1] == sha256Size {
+		copy(digest[:], mh[2:])
+		return digest, nil
 	}
 	b, err := decodeBase64URLStrict(s)
 	if err != nil {

@@ -198,15 +198,8 @@ func appendCommitment(b []byte, c string) []byte {
 	if c == "" {
 		return append(b, 0)
 	}
-	if len(c) == EncodedMultihashLength {
-		// Decoded on the stack, as DecodeMultihash does; 46 characters that decode strictly
-		// to all 34 bytes hold no CR or LF (which the decoder skips), so they are canonical.
-		var src [EncodedMultihashLength]byte
-		var raw [multihashSize]byte
-		copy(src[:], c)
-		if n, err := base64.RawURLEncoding.Strict().Decode(raw[:], src[:]); err == nil && n == multihashSize {
-			return append(append(b, 1), raw[:]...)
-		}
+	if raw, ok := decodeMultihashBytes(c); ok {
+		return append(append(b, 1), raw[:]...)
 	}
 	return appendString(append(b, 2), c)
 }
