@@ -218,11 +218,20 @@ func TestOrbDIDNamesAtAnAnchordFollower(t *testing.T) {
 		require.Equal(t, http.StatusOK, code, string(body))
 	}
 	post(create)
+	// Orb orders a DID's operations by the whole second of their anchor's credential and ignores
+	// an update or recover anchored in the second of the operation before it, yet does not keep
+	// its own anchors a second apart. So each operation is posted only once the clock has left
+	// the second in which its predecessor was seen anchored: that credential was issued by then.
+	var anchoredBy time.Time
+	afterAnchor := func() {
+		time.Sleep(time.Until(anchoredBy.Truncate(time.Second).Add(time.Second)))
+	}
 	same := func(step string, previous string) orbResult {
 		t.Helper()
 		var atOrb orbResult
 		anchordtest.Eventually(t, time.Minute, 200*time.Millisecond, func() bool {
 			atOrb = orbResolve(t, "did:orb:uAAA:"+id.Suffix)
+			anchoredBy = time.Now()
 			return atOrb.status == http.StatusOK && atOrb.canonical != "" && atOrb.version != previous
 		}, "%s: Orb has anchored it", step)
 		anchordtest.Eventually(t, time.Minute, 200*time.Millisecond, func() bool {
@@ -238,12 +247,14 @@ func TestOrbDIDNamesAtAnAnchordFollower(t *testing.T) {
 	created := same("create", "")
 	update, err := w.Update(id, wallet.AddServices(wallet.Service{ID: "moved", Type: "LinkedDomains", Endpoint: "https://example.org"}))
 	require.NoError(t, err)
+	afterAnchor()
 	post(update)
 	updated := same("update", created.version)
 	require.Contains(t, updated.document, "https://example.org")
 	require.Equal(t, created.canonical, updated.canonical, "an update keeps the canonical name")
 	recover, err := w.Recover(id, wallet.AddServices(wallet.Service{ID: "recovered", Type: "LinkedDomains", Endpoint: "https://example.net"}))
 	require.NoError(t, err)
+	afterAnchor()
 	post(recover)
 	recovered := same("recover", updated.version)
 	require.NotEqual(t, created.canonical, recovered.canonical, "a recover moves it")
