@@ -391,7 +391,11 @@ func TestAnchordWitnessesOrb(t *testing.T) {
 	}, "Orb publishes its DID once anchord's proof satisfies its witness policy")
 	t.Logf("Orb's DID published %s after its create, witnessed by anchord", time.Since(start).Round(time.Millisecond))
 	require.True(t, orb.logged(mark, "Witness policy has been satisfied"))
-	require.Positive(t, d.api.metric(t, `anchord_witness_offers_received_total{outcome="signed"}`), "anchord signed Orb's offer")
+	// Counted once the Accept's transaction has committed, which is also when its delivery
+	// starts: Orb can publish before the count moves.
+	anchordtest.Eventually(t, 10*time.Second, 50*time.Millisecond, func() bool {
+		return d.api.metric(t, `anchord_witness_offers_received_total{outcome="signed"}`) > 0
+	}, "anchord signed Orb's offer")
 
 	// The credential of Orb's anchor, from Orb's public outbox: Orb's proof and anchord's.
 	var found *vc.Credential
