@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/anchord/anchord/internal/anchor"
@@ -409,7 +410,9 @@ func TestWholeSecondsAcrossTwoWriters(t *testing.T) {
 		}
 		waited := 0
 		for _, b := range writers {
-			waited += int(testutil.CollectAndCount(b.w.m.paced))
+			var m dto.Metric
+			require.NoError(t, b.w.m.paced.Write(&m))
+			waited += int(m.GetHistogram().GetSampleCount())
 			require.Positive(t, testutil.ToFloat64(b.w.m.batches.WithLabelValues("size")), "each writer cut batches")
 		}
 		require.Positive(t, waited, "the writers waited for the next second")

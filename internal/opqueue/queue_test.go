@@ -107,7 +107,6 @@ func TestAddIsDurableBeforeItReturns(t *testing.T) {
 		require.Equal(t, 200, b.q.Len())
 		require.Equal(t, 200.0, testutil.ToFloat64(b.q.m.added))
 		// Fewer commits than operations: group commit happened (200 adds racing one writer).
-		require.Equal(t, 1, testutil.CollectAndCount(b.q.m.commitSize))
 		var commits uint64
 		mf, err := b.reg.Gather()
 		require.NoError(t, err)
@@ -116,6 +115,7 @@ func TestAddIsDurableBeforeItReturns(t *testing.T) {
 				commits = f.GetMetric()[0].GetHistogram().GetSampleCount()
 			}
 		}
+		require.Positive(t, commits)
 		require.Less(t, commits, uint64(200))
 		t.Logf("%s: 200 concurrent adds in %d commits", st.Backend(), commits)
 	})

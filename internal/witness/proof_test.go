@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/anchord/anchord/internal/activity"
@@ -86,7 +87,9 @@ func TestProofsCompleteTheAnchorOnce(t *testing.T) {
 		require.Equal(t, 1.0, o.proofs(ProofDuplicate))
 		require.Equal(t, 1.0, o.proofs(ProofLate))
 		require.Zero(t, o.proofs(ProofUnselected))
-		require.Equal(t, 1, testutil.CollectAndCount(o.w.m.witnessTime))
+		var m dto.Metric
+		require.NoError(t, o.w.m.witnessTime.Write(&m))
+		require.Equal(t, uint64(1), m.GetHistogram().GetSampleCount(), "the completed anchor's time to witness, once")
 	})
 }
 
