@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -140,9 +141,11 @@ func TestClusterWithFaultsAndAKilledSubmitter(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var loops sync.WaitGroup
 	defer func() { cancel(); loops.Wait() }()
+	var subs []*Submitter
 	for _, owner := range []string{"a", "b"} {
 		s, err := New(clusterConfig(owner, recorder.Func, anchordtest.Logger(t)), st, client)
 		require.NoError(t, err)
+		subs = append(subs, s)
 		loops.Go(func() { assert.NoError(t, s.Run(ctx)) })
 	}
 	poller, err := NewPoller(PollerConfig{RequeueFunc: recorder.Func, Interval: 500 * time.Millisecond,
@@ -236,11 +239,21 @@ func TestClusterWithFaultsAndAKilledSubmitter(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, counts.Failed, rejected+parked)
 	require.LessOrEqual(t, rejected, stats.Faults["bad_request"], "every recorded 400 was answered")
-	require.GreaterOrEqual(t, rejected, stats.Faults["bad_request"]-len(lost), "only a 400 the killed child never recorded can be missing")
+	// Not every 400 the ledger answers reaches a submitter: on a busy machine the request's
+	// timeout can end before the answer is read, and the batch is then tried again like any
+	// unanswered one. So the surviving submitters count what they received; each is recorded
+	// unless its claim had been taken over or the write failed (the batch is tried again).
+	var received, unrecorded float64
+	for _, s := range subs {
+		received += testutil.ToFloat64(s.m.submissions.WithLabelValues(ledger.Rejected.String()))
+		unrecorded += testutil.ToFloat64(s.m.fenced) + testutil.ToFloat64(s.m.writeErrors)
+	}
+	require.GreaterOrEqual(t, float64(rejected), received-unrecorded, "a 400 a live submitter received is recorded")
 	dls, err := st.DeadLetterList(context.Background(), store.DeadLetterListParams{Kind: store.DeadLetterLedgerBatch, Limit: anchors})
 	require.NoError(t, err)
 	require.Len(t, dls, parked)
-	t.Logf("rejected %d (ledger answered %d × 400), parked %d", rejected, stats.Faults["bad_request"], parked)
+	t.Logf("rejected %d (ledger answered %d × 400, the surviving submitters received %g, %g outcomes unrecorded), parked %d",
+		rejected, stats.Faults["bad_request"], received, unrecorded, parked)
 	if len(failedIDs) > 0 {
 		statuses, err := client.Statuses(context.Background(), failedIDs, "")
 		require.NoError(t, err)
