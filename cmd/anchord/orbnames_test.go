@@ -219,9 +219,10 @@ func TestOrbDIDNamesAtAnAnchordFollower(t *testing.T) {
 	}
 	post(create)
 	// Orb orders a DID's operations by the whole second of their anchor's credential and ignores
-	// an update or recover anchored in the second of the operation before it, yet does not keep
-	// its own anchors a second apart. So each operation is posted only once the clock has left
-	// the second in which its predecessor was seen anchored: that credential was issued by then.
+	// an update anchored in the second of the DID's create or last recover, yet does not keep its
+	// own anchors a second apart. So each operation is posted only once the clock has left the
+	// second in which its predecessor was seen anchored (that credential was issued by then);
+	// the recover waits too, so that no two of the DID's anchors share a second.
 	var anchoredBy time.Time
 	afterAnchor := func() {
 		time.Sleep(time.Until(anchoredBy.Truncate(time.Second).Add(time.Second)))
