@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/anchord/anchord/internal/anchor"
@@ -410,9 +409,7 @@ func TestWholeSecondsAcrossTwoWriters(t *testing.T) {
 		}
 		waited := 0
 		for _, b := range writers {
-			var m dto.Metric
-			require.NoError(t, b.w.m.paced.Write(&m))
-			waited += int(m.GetHistogram().GetSampleCount())
+			waited += int(anchordtest.SampleCount(t, b.w.m.paced))
 			require.Positive(t, testutil.ToFloat64(b.w.m.batches.WithLabelValues("size")), "each writer cut batches")
 		}
 		require.Positive(t, waited, "the writers waited for the next second")

@@ -2,7 +2,6 @@ package egress
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+
+	"github.com/anchord/anchord/internal/anchordtest"
 )
 
 type testBundle struct {
@@ -342,7 +343,7 @@ func TestCapsHoldRequestsInFlight(t *testing.T) {
 	require.Equal(t, 30, total)
 	require.Equal(t, 6, all.max(), "global cap")
 	require.Zero(t, testutil.ToFloat64(b.guard.m.inFlight))
-	require.Equal(t, uint64(30), histogramCount(t, b.reg, "anchord_egress_slot_wait_seconds"))
+	require.Equal(t, uint64(30), anchordtest.HistogramCount(t, b.reg, "anchord_egress_slot_wait_seconds"))
 }
 
 func TestPerHostCapAndBoundedWait(t *testing.T) {
@@ -398,17 +399,4 @@ func TestRoundTripperWithoutDeadlineWaitsAtMostTimeout(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	close(release)
 	<-done
-}
-
-func histogramCount(t *testing.T, reg *prometheus.Registry, name string) uint64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
-		}
-	}
-	require.Fail(t, fmt.Sprintf("no metric %s", name))
-	return 0
 }

@@ -107,14 +107,7 @@ func TestAddIsDurableBeforeItReturns(t *testing.T) {
 		require.Equal(t, 200, b.q.Len())
 		require.Equal(t, 200.0, testutil.ToFloat64(b.q.m.added))
 		// Fewer commits than operations: group commit happened (200 adds racing one writer).
-		var commits uint64
-		mf, err := b.reg.Gather()
-		require.NoError(t, err)
-		for _, f := range mf {
-			if f.GetName() == "anchord_opqueue_commit_size" {
-				commits = f.GetMetric()[0].GetHistogram().GetSampleCount()
-			}
-		}
+		commits := anchordtest.HistogramCount(t, b.reg, "anchord_opqueue_commit_size")
 		require.Positive(t, commits)
 		require.Less(t, commits, uint64(200))
 		t.Logf("%s: 200 concurrent adds in %d commits", st.Backend(), commits)

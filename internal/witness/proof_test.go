@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/anchord/anchord/internal/activity"
+	"github.com/anchord/anchord/internal/anchordtest"
 	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/store/storetest"
 	"github.com/anchord/anchord/internal/vc"
@@ -87,9 +87,7 @@ func TestProofsCompleteTheAnchorOnce(t *testing.T) {
 		require.Equal(t, 1.0, o.proofs(ProofDuplicate))
 		require.Equal(t, 1.0, o.proofs(ProofLate))
 		require.Zero(t, o.proofs(ProofUnselected))
-		var m dto.Metric
-		require.NoError(t, o.w.m.witnessTime.Write(&m))
-		require.Equal(t, uint64(1), m.GetHistogram().GetSampleCount(), "the completed anchor's time to witness, once")
+		require.Equal(t, uint64(1), anchordtest.SampleCount(t, o.w.m.witnessTime), "the completed anchor's time to witness, once")
 	})
 }
 

@@ -80,22 +80,5 @@ func TestMetrics(t *testing.T) {
 		}
 		return true
 	}, "metrics")
-	require.Equal(t, uint64(3), histogramCount(t, reg, "anchord_pubsub_handler_duration_seconds"))
-}
-
-func histogramCount(t *testing.T, reg *prometheus.Registry, name string) uint64 {
-	t.Helper()
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() == name {
-			var n uint64
-			for _, m := range f.GetMetric() {
-				n += m.GetHistogram().GetSampleCount()
-			}
-			return n
-		}
-	}
-	t.Fatalf("metric %s not gathered", name)
-	return 0
+	require.Equal(t, uint64(3), anchordtest.HistogramCount(t, reg, "anchord_pubsub_handler_duration_seconds"))
 }
