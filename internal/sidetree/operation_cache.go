@@ -56,7 +56,7 @@ func (c *OperationCache) Resolve(suffix string, ops []AnchoredOperation) *State 
 	if len(ops) == 1 {
 		return Resolve(c.p, suffix, ops)
 	}
-	return resolve(suffix, ops, c.parse)
+	return resolve(c.p, suffix, ops, c.parse)
 }
 
 func (c *OperationCache) parse(request []byte) (*Operation, *Error) {

@@ -180,3 +180,80 @@ func TestOrbProfileRejects(t *testing.T) {
 		require.Equal(t, sidetree.CodeInvalidSignature, sidetree.CodeOf(err), curve)
 	}
 }
+
+// TestOrbIgnoresAnUpdateInItsCanonicalSecond: under the did:orb profile an update anchored in the
+// same whole second as the DID's create, or its last recover, does not apply, as Orb's operation
+// processor ignores it; an update in a later second does, and so do two updates in one second.
+// Where a time is not known, and under the reference implementation's rules, nothing changes.
+// Every way of computing the state agrees: Resolve, ResolveRecord, Next one operation at a time,
+// and the record's binary form.
+func TestOrbIgnoresAnUpdateInItsCanonicalSecond(t *testing.T) {
+	t.Parallel()
+	p := sidetree.OrbProfile("https:anchord.example.com")
+	c := &orbClient{t: t, curve: "Ed25519", origin: orbOrigin}
+	const t0 = int64(1_800_000_000)
+	type anchored struct {
+		req  []byte
+		time int64
+	}
+	// resolve checks that every way gives one state, and returns its services.
+	resolve := func(t *testing.T, p sidetree.Profile, suffix string, history ...anchored) []string {
+		t.Helper()
+		ops := make([]sidetree.AnchoredOperation, len(history))
+		for i, h := range history {
+			ops[i] = sidetree.AnchoredOperation{Sequence: uint64(i + 1), Request: h.req, Time: h.time}
+		}
+		want := sidetree.ResolveRecord(p, suffix, ops)
+		require.NotNil(t, want.State)
+		require.Equal(t, sidetree.Resolve(p, suffix, ops), want.State)
+		var rec *sidetree.StateRecord
+		for i, op := range ops {
+			next, ok := rec.Next(p, suffix, op)
+			if !ok {
+				next = sidetree.ResolveRecord(p, suffix, ops[:i+1])
+			}
+			decoded, err := sidetree.DecodeStateRecord(suffix, next.AppendBinary(nil))
+			require.NoError(t, err)
+			require.Equal(t, next, decoded)
+			rec = decoded
+		}
+		require.Equal(t, want, rec)
+		return serviceIDs(want.State)
+	}
+
+	t.Run("in the create's second", func(t *testing.T) {
+		t.Parallel()
+		d, create := c.create(orbService("a"))
+		update := c.update(d, nil, orbService("b"))
+		require.Equal(t, []string{"a"}, resolve(t, p, d.suffix, anchored{create, t0}, anchored{update, t0}))
+		require.Equal(t, []string{"a", "b"}, resolve(t, p, d.suffix, anchored{create, t0}, anchored{update, t0 + 1}))
+		require.Equal(t, []string{"a", "b"}, resolve(t, p, d.suffix, anchored{create, t0}, anchored{update, 0}), "the update's time not known")
+		require.Equal(t, []string{"a", "b"}, resolve(t, p, d.suffix, anchored{create, 0}, anchored{update, t0}), "the create's time not known")
+	})
+	t.Run("updates in one second", func(t *testing.T) {
+		t.Parallel()
+		d, create := c.create(orbService("a"))
+		u1 := c.update(d, nil, orbService("b"))
+		u2 := c.update(d, nil, orbService("c"))
+		require.Equal(t, []string{"a", "b", "c"}, resolve(t, p, d.suffix, anchored{create, t0}, anchored{u1, t0 + 1}, anchored{u2, t0 + 1}))
+	})
+	t.Run("in the last recover's second", func(t *testing.T) {
+		t.Parallel()
+		d, create := c.create(orbService("a"))
+		u1 := c.update(d, nil, orbService("b"))
+		rec := c.recover(d, orbService("r"))
+		u2 := c.update(d, nil, orbService("c"))
+		require.Equal(t, []string{"r"}, resolve(t, p, d.suffix, anchored{create, t0}, anchored{u1, t0 + 1}, anchored{rec, t0 + 5}, anchored{u2, t0 + 5}))
+		require.Equal(t, []string{"r", "c"}, resolve(t, p, d.suffix, anchored{create, t0}, anchored{u1, t0 + 1}, anchored{rec, t0 + 5}, anchored{u2, t0 + 6}))
+		// A recover in the create's second applies: the rule is on updates only.
+		d2, create2 := c.create(orbService("a"))
+		rec2 := c.recover(d2, orbService("r"))
+		require.Equal(t, []string{"r"}, resolve(t, p, d2.suffix, anchored{create2, t0}, anchored{rec2, t0}))
+	})
+	t.Run("the reference implementation's rules", func(t *testing.T) {
+		t.Parallel()
+		d, create := newDID(t, service("a"))
+		update := d.update(t, service("b"))
+		require.Equal(t, []string{"a", "b"}, resolve(t, sidetree.DefaultProfile(), d.id.Suffix, anchored{create, t0}, anchored{update, t0}))
+	})
+}

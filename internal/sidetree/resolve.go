@@ -22,6 +22,11 @@ type AnchoredOperation struct {
 	// Origin names the domain whose anchor carried the operation when that is another domain
 	// (its actor IRI); "" for an anchor of this domain.
 	Origin string
+	// Time is the whole second (Unix time) in which the operation's anchor was issued: the
+	// anchor credential's issuanceDate, Orb's transaction time. 0 when it is not known (an
+	// anchor recorded before the index kept it); the did:orb profile's rule on it (see
+	// resolution.apply) then does not apply.
+	Time int64
 	// Parsed, when set, is Request already parsed (by ParseOperation at intake, whose result
 	// for an operation it accepts is what the anchored parse of its Request gives): resolution
 	// uses it instead of parsing Request again. The batch writer's operations carry it.
@@ -31,6 +36,7 @@ type AnchoredOperation struct {
 type anchoredOp struct {
 	seq    uint64
 	pos    int
+	time   int64
 	op     *Operation
 	origin string
 	// applied is set once the operation applied (creates excepted: only the first counts).
@@ -44,21 +50,21 @@ type anchoredOp struct {
 // the update chain the same way. Operations that do not parse, belong to another DID or do not
 // apply are skipped; Resolve never fails. It returns nil when no create applies (not found).
 func Resolve(p Profile, suffix string, ops []AnchoredOperation) *State {
-	return resolve(suffix, ops, func(request []byte) (*Operation, *Error) {
+	return resolve(p, suffix, ops, func(request []byte) (*Operation, *Error) {
 		return parseOperation(request, p, modeAnchored)
 	})
 }
 
 // resolve is Resolve with the anchored parse given; it only reads the Operations parse returns
 // (verifying a signature marks it verified), so they may be shared.
-func resolve(suffix string, ops []AnchoredOperation, parse func(request []byte) (*Operation, *Error)) *State {
-	st, _ := resolveHistory(suffix, ops, parse)
+func resolve(p Profile, suffix string, ops []AnchoredOperation, parse func(request []byte) (*Operation, *Error)) *State {
+	st, _ := resolveHistory(p, suffix, ops, parse)
 	return st
 }
 
 // resolveHistory is resolve that also returns the operations it parsed, in anchor order, each
 // marked applied or not.
-func resolveHistory(suffix string, ops []AnchoredOperation, parse func(request []byte) (*Operation, *Error)) (*State, []anchoredOp) {
+func resolveHistory(p Profile, suffix string, ops []AnchoredOperation, parse func(request []byte) (*Operation, *Error)) (*State, []anchoredOp) {
 	parsed := make([]anchoredOp, 0, len(ops))
 	for i := range ops {
 		op := ops[i].Parsed
@@ -71,7 +77,7 @@ func resolveHistory(suffix string, ops []AnchoredOperation, parse func(request [
 		if op.Suffix != suffix {
 			continue
 		}
-		parsed = append(parsed, anchoredOp{seq: ops[i].Sequence, pos: ops[i].Position, op: op, origin: ops[i].Origin})
+		parsed = append(parsed, anchoredOp{seq: ops[i].Sequence, pos: ops[i].Position, time: ops[i].Time, op: op, origin: ops[i].Origin})
 	}
 	slices.SortStableFunc(parsed, func(a, b anchoredOp) int {
 		return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.pos, b.pos))
@@ -86,6 +92,7 @@ func resolveHistory(suffix string, ops []AnchoredOperation, parse func(request [
 		case OperationCreate:
 			if r == nil {
 				r = newResolution(*a)
+				r.orbTimes = p.Orb
 			}
 		case OperationUpdate:
 			k := a.op.KeyCommitment()
@@ -114,6 +121,8 @@ func resolveHistory(suffix string, ops []AnchoredOperation, parse func(request [
 type resolution struct {
 	st  *State
 	doc *documentBuilder
+	// orbTimes applies did:orb's rule on anchor times (see apply).
+	orbTimes bool
 }
 
 // newResolution starts from a create: the recovery commitment always; the update commitment and
@@ -123,7 +132,8 @@ func newResolution(a anchoredOp) *resolution {
 	r := &resolution{
 		st: &State{
 			Suffix: create.Suffix, RecoveryCommitment: create.SuffixData.RecoveryCommitment, Published: true,
-			LastSequence: a.seq, CreateSequence: a.seq, CanonicalSequence: a.seq, AnchorOrigin: create.AnchorOrigin, AnchoredBy: a.origin,
+			LastSequence: a.seq, CreateSequence: a.seq, CanonicalSequence: a.seq, CanonicalTime: a.time,
+			AnchorOrigin: create.AnchorOrigin, AnchoredBy: a.origin,
 		},
 		doc: newDocumentBuilder(Document{}),
 	}
@@ -166,6 +176,13 @@ func (r *resolution) chain(byCommitment map[string][]*anchoredOp, recovery bool)
 // verify, an update's delta must match its deltaHash; and, as isCommitValueReused, the
 // operation must not install a commitment already consumed or the one it opens. Every check
 // comes before any change, so an operation that does not apply leaves the state as it was.
+//
+// Under orbTimes an update also must have been anchored in a later whole second than the
+// create or the last recover that applied (State.CanonicalTime): Orb orders a DID's operations
+// by their anchor's second, and after the create and the recoveries it takes only the updates
+// whose transaction time is greater (its transaction number is always 0), so it ignores an
+// update anchored in the same second as that operation. Where either time is not known the
+// rule is not applied.
 func (r *resolution) apply(a *anchoredOp) bool {
 	op, seq, st := a.op, a.seq, r.st
 	// The reference implementation detects "not applied" by an unchanged transaction number, so
@@ -177,6 +194,9 @@ func (r *resolution) apply(a *anchoredOp) bool {
 	switch op.Type {
 	case OperationUpdate:
 		if st.UpdateCommitment == "" || opens != st.UpdateCommitment {
+			return false
+		}
+		if r.orbTimes && a.time != 0 && st.CanonicalTime != 0 && a.time <= st.CanonicalTime {
 			return false
 		}
 		if op.Delta == nil || op.Delta.Hash() != op.DeltaHash {
@@ -197,7 +217,7 @@ func (r *resolution) apply(a *anchoredOp) bool {
 			return false
 		}
 		st.RecoveryCommitment, st.UpdateCommitment = next, ""
-		st.CanonicalSequence = seq
+		st.CanonicalSequence, st.CanonicalTime = seq, a.time
 		if op.AnchorOrigin != "" {
 			st.AnchorOrigin = op.AnchorOrigin
 		}

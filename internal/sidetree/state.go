@@ -32,6 +32,9 @@ type State struct {
 	// that applied: the anchor Orb names the DID by (canonicalId), which an update or a
 	// deactivate does not move.
 	CanonicalSequence uint64
+	// CanonicalTime is the whole second (Unix time) in which the anchor of CanonicalSequence was
+	// issued (AnchoredOperation.Time); 0 when not known.
+	CanonicalTime int64
 
 	// Commitments consumed so far. Resolution refuses an operation that installs one of them
 	// again (the reference implementation's loop guard); Check refuses it at intake.

@@ -42,7 +42,7 @@ type StateRecord struct {
 
 // ResolveRecord is Resolve returning the DID's StateRecord.
 func ResolveRecord(p Profile, suffix string, ops []AnchoredOperation) *StateRecord {
-	st, parsed := resolveHistory(suffix, ops, func(request []byte) (*Operation, *Error) {
+	st, parsed := resolveHistory(p, suffix, ops, func(request []byte) (*Operation, *Error) {
 		return parseOperation(request, p, modeAnchored)
 	})
 	rec := &StateRecord{State: st, Positions: make([]Position, len(ops))}
@@ -113,13 +113,13 @@ func (r *StateRecord) Next(p Profile, suffix string, op AnchoredOperation) (*Sta
 	st := *r.State
 	st.Operations++
 	next.State = &st
-	a := &anchoredOp{seq: op.Sequence, pos: op.Position, op: parsed, origin: op.Origin}
+	a := &anchoredOp{seq: op.Sequence, pos: op.Position, time: op.Time, op: parsed, origin: op.Origin}
 	switch parsed.Type {
 	case OperationCreate:
 		// Only the first create applies.
 	case OperationUpdate:
 		opened := st.UpdateCommitment
-		res := &resolution{st: &st, doc: newDocumentBuilder(st.Document)}
+		res := &resolution{st: &st, doc: newDocumentBuilder(st.Document), orbTimes: p.Orb}
 		if !res.apply(a) {
 			next.unappliedUpdate = with(next.unappliedUpdate, parsed.KeyCommitment())
 			break

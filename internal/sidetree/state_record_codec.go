@@ -7,15 +7,16 @@ import (
 	"slices"
 )
 
-// The binary form of a StateRecord (AppendBinary), version 1. Integers are unsigned varints,
-// strings and byte strings a varint length and the bytes:
+// The binary form of a StateRecord (AppendBinary), version 1 or 2. Integers are unsigned
+// varints, strings and byte strings a varint length and the bytes:
 //
-//	version       byte (1)
+//	version       byte (1, or 2 when the state's canonical time is known)
 //	flags         byte: state, deactivated, published, publicKeys present, services present
 //	positions     count, then per position the sequence's difference from the previous one
 //	              (the first: the sequence itself) and the index
 //	state, if the flag is set:
 //	  operations, last sequence, create sequence, canonical sequence
+//	  canonical time, in version 2 only
 //	  recovery commitment, update commitment (commitment)
 //	  anchor origin, anchored by (string)
 //	  public keys   count, then each: id (string), type (name), purposes (count + 1, 0 for
@@ -31,7 +32,15 @@ import (
 // base64url is the commitment, 2 and the string otherwise. A set is a count and its
 // commitments in ascending order. A name is a byte: the 1-based index of a well-known key type
 // or purpose, or 0 and the string.
-const stateRecordVersion = 1
+//
+// Version 2 differs only by the canonical time. A record without one is written as version 1,
+// byte for byte as before; an anchord that predates version 2 finds a version 2 record
+// unreadable and computes the DID's state from its operations, as for any record it cannot
+// decode.
+const (
+	stateRecordVersion     = 1
+	stateRecordVersionTime = 2
+)
 
 const (
 	flagState = 1 << iota
@@ -81,7 +90,11 @@ func (r *StateRecord) AppendBinary(b []byte) []byte {
 			flags |= flagServices
 		}
 	}
-	b = append(b, stateRecordVersion, flags)
+	version := byte(stateRecordVersion)
+	if st != nil && st.CanonicalTime != 0 {
+		version = stateRecordVersionTime
+	}
+	b = append(b, version, flags)
 	b = binary.AppendUvarint(b, uint64(len(r.Positions)))
 	var prev uint64
 	for _, p := range r.Positions {
@@ -94,6 +107,9 @@ func (r *StateRecord) AppendBinary(b []byte) []byte {
 		b = binary.AppendUvarint(b, st.LastSequence)
 		b = binary.AppendUvarint(b, st.CreateSequence)
 		b = binary.AppendUvarint(b, st.CanonicalSequence)
+		if version == stateRecordVersionTime {
+			b = binary.AppendUvarint(b, uint64(st.CanonicalTime))
+		}
 		b = appendCommitment(b, st.RecoveryCommitment)
 		b = appendCommitment(b, st.UpdateCommitment)
 		b = appendString(b, st.AnchorOrigin)

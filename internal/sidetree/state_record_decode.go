@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -61,7 +62,7 @@ func (d *decoder) record(suffix string) (*StateRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	if version != stateRecordVersion {
+	if version != stateRecordVersion && version != stateRecordVersionTime {
 		return nil, fmt.Errorf("version %d", version)
 	}
 	flags, err := d.byte()
@@ -106,12 +107,14 @@ func (d *decoder) record(suffix string) (*StateRecord, error) {
 		}
 	}
 	if st != nil {
-		if err = d.state(st, suffix, flags); err != nil {
+		if err = d.state(st, suffix, flags, version == stateRecordVersionTime); err != nil {
 			return nil, err
 		}
 		rec.State = st
 	} else if flags != 0 {
 		return nil, fmt.Errorf("flags %#x without a state", flags)
+	} else if version == stateRecordVersionTime {
+		return nil, errors.New("a canonical time without a state")
 	}
 	if rec.unappliedRecovery, err = d.set(); err != nil {
 		return nil, err
@@ -122,7 +125,7 @@ func (d *decoder) record(suffix string) (*StateRecord, error) {
 	return rec, nil
 }
 
-func (d *decoder) state(st *State, suffix string, flags byte) error {
+func (d *decoder) state(st *State, suffix string, flags byte, withTime bool) error {
 	*st = State{Suffix: suffix, Deactivated: flags&flagDeactivated != 0, Published: flags&flagPublished != 0}
 	var err error
 	if st.Operations, err = d.int(); err != nil {
@@ -132,6 +135,16 @@ func (d *decoder) state(st *State, suffix string, flags byte) error {
 		if *v, err = d.uvarint(); err != nil {
 			return err
 		}
+	}
+	if withTime {
+		t, err := d.uvarint()
+		if err != nil {
+			return err
+		}
+		if t == 0 || t > math.MaxInt64 {
+			return fmt.Errorf("canonical time %d", t)
+		}
+		st.CanonicalTime = int64(t)
 	}
 	if st.RecoveryCommitment, err = d.commitment(); err != nil {
 		return err
