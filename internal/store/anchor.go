@@ -39,6 +39,9 @@ type Anchor struct {
 	Hashlink string
 	// PublishedAt is when this domain's anchor was posted to its followers.
 	PublishedAt *time.Time
+	// IssuedAt is the whole second (Unix time) in which the anchor was issued: its credential's
+	// issuanceDate (sidetree.AnchoredOperation.Time); 0 when not recorded.
+	IssuedAt int64
 }
 
 // AnchorInsertParams records a new anchor.
@@ -56,6 +59,8 @@ type AnchorInsertParams struct {
 	Origin   string
 	Hashlink string
 	Observed bool
+	// IssuedAt is the anchor's Anchor.IssuedAt; 0 records none.
+	IssuedAt int64
 }
 
 // AnchorListParams pages through anchors in seq order.
@@ -85,10 +90,11 @@ type DIDOperation struct {
 	// of the observer); DIDOperationList returns it only for rows indexed before the index
 	// stopped keeping it, and nil for the others.
 	Request []byte
-	// Origin and AnchorString are the Origin and AnchorString of the operation's anchor;
-	// DIDOperationList fills them, inserts ignore them.
-	Origin       string
-	AnchorString string
+	// Origin, AnchorString and AnchorIssuedAt are the Origin, AnchorString and IssuedAt of the
+	// operation's anchor; DIDOperationList fills them, inserts ignore them.
+	Origin         string
+	AnchorString   string
+	AnchorIssuedAt int64
 }
 
 // Before returns the exclusive upper bound of the page's sequence numbers: BeforeSeq, or past

@@ -50,7 +50,7 @@ func (e executor) CASExistsBySHA256(ctx context.Context, digest []byte) (bool, e
 // AnchorInsert implements store.Executor.
 func (e executor) AnchorInsert(ctx context.Context, p store.AnchorInsertParams) (store.Anchor, error) {
 	a, err := scanAnchor(e.q.QueryRow(ctx, qAnchorInsert, p.AnchorString, p.CoreIndexCID, p.OpCount, p.Backend,
-		p.Status, p.Record, p.Signature, p.Observed, p.Origin, p.Hashlink))
+		p.Status, p.Record, p.Signature, p.Observed, p.Origin, p.Hashlink, p.IssuedAt))
 	if err != nil {
 		return a, fmt.Errorf("record anchor %s: %w", p.AnchorString, interpretError(err))
 	}
@@ -117,8 +117,12 @@ func scanAnchor(r pgx.Row) (store.Anchor, error) {
 	var a store.Anchor
 	var completed, observed, published *time.Time
 	var origin, hashlink *string
+	var issued *int64
 	err := r.Scan(&a.Seq, &a.AnchorString, &a.CoreIndexCID, &a.OpCount, &a.Backend, &a.Status, &a.Record,
-		&a.Signature, &a.Error, &a.CreatedAt, &completed, &observed, &origin, &hashlink, &published)
+		&a.Signature, &a.Error, &a.CreatedAt, &completed, &observed, &origin, &hashlink, &published, &issued)
+	if issued != nil {
+		a.IssuedAt = *issued
+	}
 	a.CreatedAt = a.CreatedAt.UTC()
 	a.CompletedAt, a.ObservedAt, a.PublishedAt = utcPtr(completed), utcPtr(observed), utcPtr(published)
 	if origin != nil {
@@ -171,7 +175,7 @@ func (e executor) DIDOperationList(ctx context.Context, suffix string) ([]store.
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.DIDOperation, error) {
 		var op store.DIDOperation
-		err := r.Scan(&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request, &op.Origin, &op.AnchorString)
+		err := r.Scan(&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request, &op.Origin, &op.AnchorString, &op.AnchorIssuedAt)
 		if len(op.Request) == 0 {
 			op.Request = nil // not kept: rebuilt from the batch files
 		}
@@ -201,7 +205,7 @@ func (e executor) DIDOperationLists(ctx context.Context, suffixes []string) (map
 		return nil, fmt.Errorf("list operations of %d DIDs: %w", len(suffixes), err)
 	}
 	var op store.DIDOperation
-	_, err = pgx.ForEachRow(rows, []any{&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request, &op.Origin, &op.AnchorString}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request, &op.Origin, &op.AnchorString, &op.AnchorIssuedAt}, func() error {
 		if len(op.Request) == 0 {
 			op.Request = nil // not kept: rebuilt from the batch files
 		}

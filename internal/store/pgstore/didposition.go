@@ -29,7 +29,7 @@ const (
 	// qDIDOperationsAt reads the rows at positions, each with the suffix it is read for, in the
 	// order given.
 	qDIDOperationsAt = `SELECT p.s, d.anchor_seq, d.op_index, d.op_type, d.request,
-		COALESCE(a.origin, ''), COALESCE(a.anchor_string, '')
+		COALESCE(a.origin, ''), COALESCE(a.anchor_string, ''), COALESCE(a.issued_at, 0)
 		FROM unnest($1::text[], $2::bigint[], $3::int[]) WITH ORDINALITY AS p(s, seq, i, n)
 		JOIN did_operations d ON d.anchor_seq = p.seq AND d.op_index = p.i
 		LEFT JOIN anchors a ON a.seq = d.anchor_seq
@@ -101,7 +101,7 @@ func (e executor) operationsAt(ctx context.Context, positions map[string][]store
 		return nil, err
 	}
 	var op store.DIDOperation
-	_, err = pgx.ForEachRow(rows, []any{&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request, &op.Origin, &op.AnchorString}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request, &op.Origin, &op.AnchorString, &op.AnchorIssuedAt}, func() error {
 		if len(op.Request) == 0 {
 			op.Request = nil // not kept: rebuilt from the batch files
 		}

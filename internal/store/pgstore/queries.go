@@ -61,12 +61,12 @@ const (
 	qCASExistsBySHA256 = `SELECT EXISTS (SELECT 1 FROM cas_objects WHERE sha256 = $1)`
 
 	qAnchorColumns = `seq, anchor_string, core_index_cid, op_count, backend, status, record, signature,
-		error, created_at, completed_at, observed_at, origin, hashlink, published_at`
+		error, created_at, completed_at, observed_at, origin, hashlink, published_at, issued_at`
 	qAnchorInsert = `INSERT INTO anchors
 		(anchor_string, core_index_cid, op_count, backend, status, record, signature, completed_at,
-		observed_at, origin, hashlink)
+		observed_at, origin, hashlink, issued_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $5 = 'completed' THEN now() END,
-		CASE WHEN $8 THEN now() END, NULLIF($9, ''), NULLIF($10, ''))
+		CASE WHEN $8 THEN now() END, NULLIF($9, ''), NULLIF($10, ''), NULLIF($11, 0))
 		RETURNING ` + qAnchorColumns
 	qAnchorGet        = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq = $1`
 	qAnchorList       = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq > $1 ORDER BY seq LIMIT $2`
@@ -83,11 +83,11 @@ const (
 		SELECT s, a, i, t, ''::bytea FROM unnest($1::text[], $2::bigint[], $3::int[], $4::text[]) AS u (s, a, i, t)
 		ON CONFLICT DO NOTHING`
 	qDIDOperationList = `SELECT d.suffix, d.anchor_seq, d.op_index, d.op_type, d.request,
-		COALESCE(a.origin, ''), COALESCE(a.anchor_string, '')
+		COALESCE(a.origin, ''), COALESCE(a.anchor_string, ''), COALESCE(a.issued_at, 0)
 		FROM did_operations d LEFT JOIN anchors a ON a.seq = d.anchor_seq
 		WHERE d.suffix = $1 ORDER BY d.anchor_seq, d.op_index`
 	qDIDOperationLists = `SELECT d.suffix, d.anchor_seq, d.op_index, d.op_type, d.request,
-		COALESCE(a.origin, ''), COALESCE(a.anchor_string, '')
+		COALESCE(a.origin, ''), COALESCE(a.anchor_string, ''), COALESCE(a.issued_at, 0)
 		FROM did_operations d LEFT JOIN anchors a ON a.seq = d.anchor_seq
 		WHERE d.suffix = ANY($1) ORDER BY d.suffix, d.anchor_seq, d.op_index`
 	qDIDLastAnchors = `SELECT suffix, max(anchor_seq) FROM did_operations WHERE suffix = ANY($1) GROUP BY suffix`

@@ -23,7 +23,7 @@ const (
 	qWitnessAnchorComplete = `UPDATE anchors a SET status = 'completed', completed_at = now(), hashlink = w.hashlink
 		FROM witness_anchors w WHERE a.seq = $1 AND w.anchor_seq = a.seq AND a.status = 'pending'
 		RETURNING a.seq, a.anchor_string, a.core_index_cid, a.op_count, a.backend, a.status, a.record, a.signature,
-			a.error, a.created_at, a.completed_at, a.observed_at, a.origin, a.hashlink, a.published_at`
+			a.error, a.created_at, a.completed_at, a.observed_at, a.origin, a.hashlink, a.published_at, a.issued_at`
 
 	qAnchorWitnessColumns = `anchor_seq, actor, batch, system, has_log, selected, offer_id, offered_at, offer_end, proof, proof_at,
 		log_origin, log_index, log_deadline, log_verified_at, log_broken_at`

@@ -22,7 +22,7 @@ func (e executor) AnchorInsert(ctx context.Context, p store.AnchorInsertParams) 
 		observed = sql.NullInt64{Int64: now, Valid: true}
 	}
 	a, err := scanAnchor(e.w.QueryRowContext(ctx, qAnchorInsert, p.AnchorString, p.CoreIndexCID, p.OpCount,
-		p.Backend, p.Status, p.Record, p.Signature, now, completed, observed, nullString(p.Origin), nullString(p.Hashlink)))
+		p.Backend, p.Status, p.Record, p.Signature, now, completed, observed, nullString(p.Origin), nullString(p.Hashlink), p.IssuedAt))
 	if err != nil {
 		return a, fmt.Errorf("record anchor %s: %w", p.AnchorString, interpretError(err))
 	}
@@ -113,8 +113,10 @@ func scanAnchor(r scanner) (store.Anchor, error) {
 	var created int64
 	var completed, observed, published sql.NullInt64
 	var origin, hashlink sql.NullString
+	var issued sql.NullInt64
 	err := r.Scan(&a.Seq, &a.AnchorString, &a.CoreIndexCID, &a.OpCount, &a.Backend, &a.Status, &a.Record,
-		&a.Signature, &a.Error, &created, &completed, &observed, &origin, &hashlink, &published)
+		&a.Signature, &a.Error, &created, &completed, &observed, &origin, &hashlink, &published, &issued)
+	a.IssuedAt = issued.Int64
 	a.CreatedAt = fromMicros(created)
 	a.CompletedAt = fromNullMicros(completed)
 	a.ObservedAt = fromNullMicros(observed)
@@ -207,7 +209,7 @@ func (e executor) DIDOperationList(ctx context.Context, suffix string) ([]store.
 	var out []store.DIDOperation
 	for rows.Next() {
 		var op store.DIDOperation
-		if err := rows.Scan(&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request, &op.Origin, &op.AnchorString); err != nil {
+		if err := rows.Scan(&op.Suffix, &op.AnchorSeq, &op.Index, &op.Type, &op.Request, &op.Origin, &op.AnchorString, &op.AnchorIssuedAt); err != nil {
 			return nil, fmt.Errorf("list operations of %s: %w", suffix, err)
 		}
 		if len(op.Request) == 0 {

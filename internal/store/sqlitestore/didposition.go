@@ -36,7 +36,8 @@ const (
 	qDIDPositions = `SELECT positions FROM did_states WHERE suffix = ?`
 	// qDIDPositionsMany is completed with one placeholder per suffix.
 	qDIDPositionsMany = `SELECT suffix, positions FROM did_states WHERE suffix IN (%s) AND positions IS NOT NULL`
-	qDIDOperationAt   = `SELECT d.suffix, d.op_type, d.request, COALESCE(a.origin, ''), COALESCE(a.anchor_string, '')
+	qDIDOperationAt   = `SELECT d.suffix, d.op_type, d.request, COALESCE(a.origin, ''), COALESCE(a.anchor_string, ''),
+		COALESCE(a.issued_at, 0)
 		FROM did_operations d LEFT JOIN anchors a ON a.seq = d.anchor_seq
 		WHERE d.anchor_seq = ? AND d.op_index = ?`
 	// qDIDStateSuffixList pages through the states' suffix index, which holds every DID with
@@ -222,7 +223,7 @@ func (e executor) listByPositions(ctx context.Context, suffix string) ([]store.D
 			row = e.r.QueryRowContext(ctx, qDIDOperationAt, p.AnchorSeq, p.Index)
 		}
 		op := store.DIDOperation{AnchorSeq: p.AnchorSeq, Index: p.Index}
-		if err := row.Scan(&op.Suffix, &op.Type, &op.Request, &op.Origin, &op.AnchorString); err != nil {
+		if err := row.Scan(&op.Suffix, &op.Type, &op.Request, &op.Origin, &op.AnchorString, &op.AnchorIssuedAt); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return nil, fmt.Errorf("operation %d/%d named by the state has no row", p.AnchorSeq, p.Index)
 			}

@@ -70,11 +70,11 @@ const (
 	qCASExistsBySHA256 = `SELECT EXISTS (SELECT 1 FROM cas_objects WHERE sha256 = ?)`
 
 	qAnchorColumns = `seq, anchor_string, core_index_cid, op_count, backend, status, record, signature,
-		error, created_at, completed_at, observed_at, origin, hashlink, published_at`
+		error, created_at, completed_at, observed_at, origin, hashlink, published_at, issued_at`
 	qAnchorInsert = `INSERT INTO anchors
 		(anchor_string, core_index_cid, op_count, backend, status, record, signature, created_at, completed_at,
-		observed_at, origin, hashlink)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ` + qAnchorColumns
+		observed_at, origin, hashlink, issued_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, 0)) RETURNING ` + qAnchorColumns
 	qAnchorGet           = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq = ?`
 	qAnchorList          = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq > ? ORDER BY seq LIMIT ?`
 	qAnchorListLatest    = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq < ? ORDER BY seq DESC LIMIT ?`
@@ -93,7 +93,7 @@ const (
 	qDIDOperationInsert = `INSERT OR FAIL INTO did_operations (suffix, anchor_seq, op_index, op_type, request)
 		VALUES %s ON CONFLICT DO NOTHING`
 	qDIDOperationList = `SELECT d.suffix, d.anchor_seq, d.op_index, d.op_type, d.request,
-		COALESCE(a.origin, ''), COALESCE(a.anchor_string, '')
+		COALESCE(a.origin, ''), COALESCE(a.anchor_string, ''), COALESCE(a.issued_at, 0)
 		FROM did_operations d LEFT JOIN anchors a ON a.seq = d.anchor_seq
 		WHERE d.suffix = ? ORDER BY d.anchor_seq, d.op_index`
 	// qDIDLastAnchors is completed with one placeholder per suffix.

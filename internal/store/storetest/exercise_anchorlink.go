@@ -124,6 +124,38 @@ func exerciseAnchorLinks(t *testing.T, setup setupFunc) {
 		require.Equal(t, "hl:f2", list[1].Hashlink)
 	})
 
+	t.Run("AnchorsKeepTheSecondTheyWereIssued", func(t *testing.T) {
+		t.Parallel()
+		s, _ := setup(t)
+		ctx := context.Background()
+		const issued = int64(1_800_000_007)
+		f, err := s.AnchorInsert(ctx, store.AnchorInsertParams{
+			AnchorString: "1." + randomName("QmForeign"), CoreIndexCID: randomName("QmForeign"), OpCount: 1,
+			Backend: store.AnchorBackendFederation, Status: store.AnchorCompleted, Origin: originA, Hashlink: "hl:issued",
+			Observed: true, IssuedAt: issued,
+		})
+		require.NoError(t, err)
+		require.Equal(t, issued, f.IssuedAt)
+		local := localAnchor(t, s, store.AnchorCompleted)
+		require.Zero(t, local.IssuedAt, "none recorded")
+		got, err := s.AnchorGet(ctx, f.Seq)
+		require.NoError(t, err)
+		require.Equal(t, issued, got.IssuedAt)
+
+		suffix := randomName("EiIssued")
+		require.NoError(t, new(Indexer).Index(ctx, s, []store.DIDOperation{
+			{Suffix: suffix, AnchorSeq: f.Seq, Index: 0, Type: "create"},
+			{Suffix: suffix, AnchorSeq: local.Seq, Index: 0, Type: "update"},
+		}))
+		list, err := s.DIDOperationList(ctx, suffix)
+		require.NoError(t, err)
+		require.Len(t, list, 2)
+		require.Equal(t, []int64{issued, 0}, []int64{list[0].AnchorIssuedAt, list[1].AnchorIssuedAt})
+		lists, err := s.DIDOperationLists(ctx, []string{suffix})
+		require.NoError(t, err)
+		require.Equal(t, list, lists[suffix])
+	})
+
 	t.Run("DIDLatestAnchorsAndOrigins", func(t *testing.T) {
 		t.Parallel()
 		s, _ := setup(t)
