@@ -100,6 +100,7 @@ func TestWholeSecondsSpaceAnchorsASecondApart(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, VerifyLocal(a))
 			times = append(times, recordTime(t, a))
+			require.Equal(t, times[i].Unix(), a.IssuedAt, "the anchor keeps its credential's second")
 		}
 		for i := 1; i < len(times); i++ {
 			require.Greater(t, times[i].Truncate(time.Second), times[i-1].Truncate(time.Second), "anchor %d", i)

@@ -81,7 +81,7 @@ func (l *Ledger) Anchor(ctx context.Context, tx store.Executor, req Request, rec
 	}
 	a, err := tx.AnchorInsert(ctx, store.AnchorInsertParams{
 		AnchorString: req.AnchorString, CoreIndexCID: req.CoreIndexCID, OpCount: req.OpCount,
-		Backend: l.Name(), Status: store.AnchorPending, Record: body,
+		Backend: l.Name(), Status: store.AnchorPending, Record: body, IssuedAt: rec.IssuedAt(),
 	})
 	if err != nil {
 		return store.Anchor{}, err

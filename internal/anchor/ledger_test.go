@@ -67,6 +67,7 @@ func TestLedgerAnchorIsPendingWithASignedBatch(t *testing.T) {
 		require.NoError(t, json.Unmarshal(a.Record, &rec))
 		require.Equal(t, "secp256k1:"+signer.PublicKey(), rec.Signer)
 		require.Equal(t, "1.QmLedger", rec.Anchor)
+		require.Equal(t, rec.Time.Unix(), a.IssuedAt)
 
 		// The anchor's batch waits for a submitter; its bytes are a valid, signed BatchList
 		// carrying the anchor string.

@@ -68,6 +68,7 @@ func (l *Local) Anchor(ctx context.Context, tx store.Executor, req Request, rec 
 	return tx.AnchorInsert(ctx, store.AnchorInsertParams{
 		AnchorString: req.AnchorString, CoreIndexCID: req.CoreIndexCID, OpCount: req.OpCount,
 		Backend: l.Name(), Status: store.AnchorCompleted, Record: body, Signature: ed25519.Sign(l.key, body),
+		IssuedAt: rec.IssuedAt(),
 	})
 }
 

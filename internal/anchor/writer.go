@@ -45,6 +45,15 @@ type Record struct {
 	Signer string `json:"signer,omitempty"`
 }
 
+// IssuedAt is the whole second of the record's time (store.Anchor.IssuedAt): in the did:orb
+// profile its credential's issuanceDate. 0 for a record without a time.
+func (r Record) IssuedAt() int64 {
+	if r.Time.IsZero() {
+		return 0
+	}
+	return r.Time.Unix()
+}
+
 // Backend makes an anchor final. Anchor runs inside the batch writer's transaction: it must
 // insert the anchor row (and whatever rows the backend needs) through tx and do no other I/O
 // that could not be rolled back with it.

@@ -18,6 +18,9 @@ type ForeignAnchor struct {
 	// Origin is the actor IRI of the domain that made the anchor; Hashlink identifies it.
 	Origin   string
 	Hashlink string
+	// IssuedAt is the whole second (Unix time) of the anchor credential's issuanceDate
+	// (store.Anchor.IssuedAt); 0 when not known.
+	IssuedAt int64
 	// Operations are the batch's operations as the batch reader returns them.
 	Operations []sidetree.AnchoredOperation
 }
@@ -52,13 +55,13 @@ func (o *Observer) ObserveForeign(ctx context.Context, a ForeignAnchor, fn Forei
 	}
 	// Parsed before the transaction; which of them are indexed, and as which anchor, is known
 	// only inside it.
-	all := prepareStates(o.cfg.Profile, anchored(0, a.Origin, a.Operations))
+	all := prepareStates(o.cfg.Profile, anchored(0, a.Origin, a.IssuedAt, a.Operations))
 	var res Result
 	err := o.st.InTx(ctx, func(ctx context.Context, tx store.Executor) error {
 		rec, err := tx.AnchorInsert(ctx, store.AnchorInsertParams{
 			AnchorString: a.AnchorString, CoreIndexCID: a.CoreIndexCID, OpCount: len(a.Operations),
 			Backend: store.AnchorBackendFederation, Status: store.AnchorCompleted,
-			Origin: a.Origin, Hashlink: a.Hashlink, Observed: true,
+			Origin: a.Origin, Hashlink: a.Hashlink, Observed: true, IssuedAt: a.IssuedAt,
 		})
 		if err != nil {
 			return err

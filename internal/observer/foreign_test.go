@@ -9,6 +9,7 @@ import (
 
 	"github.com/anchord/anchord/internal/anchordtest"
 	"github.com/anchord/anchord/internal/sidetree"
+	"github.com/anchord/anchord/internal/sidetree/wallet"
 	"github.com/anchord/anchord/internal/store"
 	"github.com/anchord/anchord/internal/store/storetest"
 )
@@ -144,4 +145,75 @@ func TestIndexedFuncHearsOfEveryAnchor(t *testing.T) {
 	_, err = o.ObserveForeign(ctx, b.foreign(t, "hl:heard", remote), nil)
 	require.Error(t, err)
 	require.Len(t, heard, 2)
+}
+
+// TestForeignUpdateInItsCreatesSecondDoesNotApply: under the did:orb profile an update that
+// another domain anchored in the same whole second as its DID's create does not apply, as Orb
+// ignores it, and one anchored a second later does. The stored state (extended by the update)
+// and a state computed again from the index rows (which carry each anchor's second) agree.
+func TestForeignUpdateInItsCreatesSecondDoesNotApply(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, st store.Store) {
+		b := setup(t, st)
+		ctx := context.Background()
+		p := sidetree.OrbProfile("https:a.example")
+		b.wallet = wallet.New(wallet.Config{AnchorOrigin: originA})
+		r := newTestResolver(p, st, nil, 0)
+		o, err := New(Config{Profile: p, Resolver: r, Logger: anchordtest.Logger(t)}, st, b.cas.FetchFunc)
+		require.NoError(t, err)
+		home := wallet.AddServices(wallet.Service{ID: "home", Type: "LinkedDomains", Endpoint: "https://example.com"})
+		more := wallet.AddServices(wallet.Service{ID: "more", Type: "LinkedDomains", Endpoint: "https://example.org"})
+		same, createSame, err := b.wallet.Create(home)
+		require.NoError(t, err)
+		later, createLater, err := b.wallet.Create(home)
+		require.NoError(t, err)
+		updateSame, err := b.wallet.Update(same, more)
+		require.NoError(t, err)
+		updateLater, err := b.wallet.Update(later, more)
+		require.NoError(t, err)
+
+		const t0 = int64(1_800_000_000)
+		for _, a := range []struct {
+			hashlink string
+			issued   int64
+			reqs     [][]byte
+		}{
+			{"hl:creates", t0, [][]byte{createSame, createLater}},
+			{"hl:same-second", t0, [][]byte{updateSame}},
+			{"hl:next-second", t0 + 1, [][]byte{updateLater}},
+		} {
+			fa := b.foreign(t, a.hashlink, a.reqs...)
+			fa.IssuedAt = a.issued
+			_, err := o.ObserveForeign(ctx, fa, nil)
+			require.NoError(t, err)
+		}
+
+		for _, tc := range []struct {
+			suffix   string
+			services []string
+		}{
+			{same.Suffix, []string{"home"}},
+			{later.Suffix, []string{"home", "more"}},
+		} {
+			stored, err := r.State(ctx, tc.suffix)
+			require.NoError(t, err)
+			require.NotNil(t, stored)
+			require.Equal(t, tc.services, serviceIDs(stored))
+			require.Equal(t, t0, stored.CanonicalTime)
+
+			rows, err := historyOf(ctx, st, tc.suffix)
+			require.NoError(t, err)
+			require.Len(t, rows, 2)
+			replayed := sidetree.ResolveRecord(p, tc.suffix, anchoredOps(rows))
+			require.Equal(t, tc.services, serviceIDs(replayed.State), "computed again from the rows")
+		}
+	})
+}
+
+func serviceIDs(st *sidetree.State) []string {
+	var ids []string
+	for _, s := range st.Document.Services {
+		ids = append(ids, s.ID)
+	}
+	return ids
 }

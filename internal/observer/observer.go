@@ -324,7 +324,7 @@ func (o *Observer) observe(ctx context.Context, a store.Anchor) (Result, error) 
 			return Result{}, err
 		}
 	}
-	states := prepareStates(o.cfg.Profile, anchored(a.Seq, a.Origin, handed))
+	states := prepareStates(o.cfg.Profile, anchored(a.Seq, a.Origin, a.IssuedAt, handed))
 	ops := rows(a.Seq, states.ops)
 	suffixes := make([]string, len(ops))
 	for i, op := range ops {

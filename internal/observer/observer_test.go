@@ -42,9 +42,28 @@ func setup(t *testing.T, st store.Store) *testBundle {
 	require.NoError(t, err)
 	key, err := anchor.LoadOrCreateDomainKey(context.Background(), st)
 	require.NoError(t, err)
-	aw, err := anchor.NewWriter(anchor.Config{}, anchor.NewLocal(key))
+	aw, err := anchor.NewWriter(anchor.Config{NowFunc: secondApart()}, anchor.NewLocal(key))
 	require.NoError(t, err)
 	return &testBundle{st: st, cas: cs, anchors: aw, wallet: wallet.New(wallet.Config{}), released: make(chan []store.DIDOperation, 100), steps: make(chan string, 300)}
+}
+
+// secondApart is a clock of anchor times: the time now, or the whole second after the last time
+// it gave if that is later. The anchors are a second apart as the did:orb profile keeps them
+// (anchor.Config.WholeSeconds) without waiting for the clock, so that an update is never in its
+// create's second, where Orb's rule, which resolution follows under that profile, ignores it.
+func secondApart() func() time.Time {
+	var mu sync.Mutex
+	var last time.Time
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		at := time.Now()
+		if next := last.Truncate(time.Second).Add(time.Second); !last.IsZero() && at.Before(next) {
+			at = next
+		}
+		last = at
+		return at
+	}
 }
 
 func (b *testBundle) observer(t *testing.T) *Observer {

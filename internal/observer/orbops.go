@@ -158,16 +158,19 @@ func (r *Resolver) resolveLatest(ctx context.Context, d *sidetree.DID, rows []st
 	slices.SortStableFunc(pending, func(a, b OriginOperation) int { return a.Time.Compare(b.Time) })
 
 	ops := anchoredOps(rows)
-	add := func(seq uint64, o OriginOperation, hashlink string) {
-		ops = append(ops, sidetree.AnchoredOperation{Sequence: seq, Type: o.Type, Suffix: d.Suffix, Request: o.Request})
+	// A published operation carries its anchor's second into resolution (Orb's rule on an
+	// update in its DID's canonical second); an unpublished one none, as Orb applies it
+	// whatever its time.
+	add := func(seq uint64, o OriginOperation, hashlink string, second int64) {
+		ops = append(ops, sidetree.AnchoredOperation{Sequence: seq, Type: o.Type, Suffix: d.Suffix, Request: o.Request, Time: second})
 		at := o.Time
-		anchors.seen[int64(seq)] = store.Anchor{Seq: int64(seq), CreatedAt: at, CompletedAt: &at, Hashlink: hashlink}
+		anchors.seen[int64(seq)] = store.Anchor{Seq: int64(seq), CreatedAt: at, CompletedAt: &at, Hashlink: hashlink, IssuedAt: second}
 	}
 	for i, o := range published {
-		add(extraSequence+uint64(i), o, cmp.Or(o.Hashlink, "hl:"+o.Ref))
+		add(extraSequence+uint64(i), o, cmp.Or(o.Hashlink, "hl:"+o.Ref), max(o.Time.Unix(), 0))
 	}
 	for i, o := range pending {
-		add(unpublishedSequence+uint64(i), o, "")
+		add(unpublishedSequence+uint64(i), o, "", 0)
 	}
 	var st *sidetree.State
 	if len(published) == 0 && len(unpublished) == 0 {
@@ -208,7 +211,7 @@ func (r *Resolver) orbLists(ctx context.Context, cfg *OrbOperations, st *sidetre
 		if err != nil {
 			return err
 		}
-		at := uint64(max(anchorTime(a).Unix(), 0))
+		at := uint64(max(transactionTime(a), 0))
 		ref := sidetree.OrbAnchorHash(a.Hashlink)
 		if ref == "" {
 			unpub = append(unpub, sidetree.OrbUnpublishedOperation{

@@ -198,8 +198,12 @@ func TestResolveFromOrigin(t *testing.T) {
 	r := newTestResolver(sidetree.OrbProfile("https:b.example"), st, nil, 0)
 	createRows, err := historyOf(ctx, st, f.id.Suffix)
 	require.NoError(t, err)
-	created := OriginOperation{Type: sidetree.OperationCreate, Request: createRows[0].Request, Time: time.Unix(1700000000, 0), Ref: f.h1, Hashlink: f.hl1}
-	at := time.Unix(1700000100, 0)
+	// The origin lists the create at the second its anchor was issued, and the update later:
+	// one in the create's second would not apply (TestOrbIgnoresAnUpdateInItsCanonicalSecond).
+	issued := createRows[0].AnchorIssuedAt
+	require.Positive(t, issued)
+	created := OriginOperation{Type: sidetree.OperationCreate, Request: createRows[0].Request, Time: time.Unix(issued, 0), Ref: f.h1, Hashlink: f.hl1}
+	at := time.Unix(issued+100, 0)
 	pendingUpdate := OriginOperation{Type: sidetree.OperationUpdate, Request: f.update.Request, Time: at}
 
 	merge := func(published, unpublished []OriginOperation) (orbAnswer, bool) {
@@ -225,7 +229,7 @@ func TestResolveFromOrigin(t *testing.T) {
 	require.Equal(t, f.update.Delta.UpdateCommitment, got.Meta.Method.Update)
 	require.Equal(t, f.canonical, got.Meta.Canonical)
 	require.Empty(t, got.Meta.Version)
-	require.Equal(t, "2023-11-14T22:15:00Z", got.Meta.Updated)
+	require.Equal(t, at.UTC().Format(time.RFC3339), got.Meta.Updated)
 
 	h2, hl2 := hashlinkOf("the origin's anchor 2")
 	anchoredUpdate := pendingUpdate

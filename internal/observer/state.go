@@ -228,11 +228,12 @@ func (o *Observer) replayState(ctx context.Context, tx store.Executor, suffix st
 	return sidetree.ResolveRecord(o.cfg.Profile, suffix, ops), nil
 }
 
-// anchored returns ops as operations of anchor seq, made by origin ("" for this domain).
-func anchored(seq int64, origin string, ops []sidetree.AnchoredOperation) []sidetree.AnchoredOperation {
+// anchored returns ops as operations of anchor seq, made by origin ("" for this domain) and
+// issued in second issued (0: not known).
+func anchored(seq int64, origin string, issued int64, ops []sidetree.AnchoredOperation) []sidetree.AnchoredOperation {
 	out := make([]sidetree.AnchoredOperation, len(ops))
 	for i, op := range ops {
-		op.Sequence, op.Origin = uint64(seq), origin
+		op.Sequence, op.Origin, op.Time = uint64(seq), origin, issued
 		out[i] = op
 	}
 	return out

@@ -134,6 +134,7 @@ func anchoredOps(rows []store.DIDOperation) []sidetree.AnchoredOperation {
 		ops[i] = sidetree.AnchoredOperation{
 			Sequence: uint64(row.AnchorSeq), Position: row.Index,
 			Type: sidetree.OperationType(row.Type), Suffix: row.Suffix, Request: row.Request, Origin: row.Origin,
+			Time: row.AnchorIssuedAt,
 		}
 	}
 	return ops
@@ -145,6 +146,16 @@ func anchorTime(a store.Anchor) time.Time {
 		return *a.CompletedAt
 	}
 	return a.CreatedAt
+}
+
+// transactionTime is Orb's transaction time of an anchor's operations, in Unix seconds: the
+// second its credential was issued where that is recorded (a domain that applies the listed
+// operations orders a DID's updates by it), else anchorTime's.
+func transactionTime(a store.Anchor) int64 {
+	if a.IssuedAt > 0 {
+		return a.IssuedAt
+	}
+	return anchorTime(a).Unix()
 }
 
 // anchorCache reads each anchor of one resolution once.

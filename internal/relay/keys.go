@@ -114,37 +114,47 @@ func (k *keyResolver) document(ctx context.Context, did, docURL string, refresh 
 // checkCredential verifies the anchor credential a link carries in replies: its subject names
 // the link (href the anchor, anchor the original's core index) and at least one of its proofs
 // is by the author and verifies.
-func (k *keyResolver) checkCredential(ctx context.Context, raw []byte, anchor, coreIndex, author string) error {
+func (k *keyResolver) checkCredential(ctx context.Context, raw []byte, anchor, coreIndex, author string) (issued int64, err error) {
 	c, err := vc.ParseCredential(raw)
 	if err != nil {
-		return invalidf("anchor credential: %v", err)
+		return 0, invalidf("anchor credential: %v", err)
 	}
 	subject, err := c.AnchorSubject()
 	if err != nil {
-		return invalidf("anchor credential: %v", err)
+		return 0, invalidf("anchor credential: %v", err)
 	}
 	if subject.HRef != anchor || subject.Anchor != coreIndex {
-		return invalidf("anchor credential is for %s (core index %s), not %s (%s)", subject.HRef, subject.Anchor, anchor, coreIndex)
+		return 0, invalidf("anchor credential is for %s (core index %s), not %s (%s)", subject.HRef, subject.Anchor, anchor, coreIndex)
 	}
 	resolve, err := k.forAuthor(author)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var errs []error
 	for _, p := range c.Proofs() {
 		err := vc.VerifyProof(ctx, c, p, resolve)
 		if err == nil {
-			return nil
+			return issuedSecond(c), nil
 		}
 		if errors.Is(err, errUnreachable) {
-			return err
+			return 0, err
 		}
 		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
-		return invalidf("anchor credential has no proof")
+		return 0, invalidf("anchor credential has no proof")
 	}
-	return invalidf("no proof of the anchor credential verifies with a key of %s: %v", author, errors.Join(errs...))
+	return 0, invalidf("no proof of the anchor credential verifies with a key of %s: %v", author, errors.Join(errs...))
+}
+
+// issuedSecond is the whole second (Unix time) of the credential's issuanceDate, Orb's
+// transaction time of the anchor's operations; 0 when it has none, or one not after 1970, which
+// resolution then treats as not known.
+func issuedSecond(c *vc.Credential) int64 {
+	if t := c.IssuanceDate(); t.Unix() > 0 {
+		return t.Unix()
+	}
+	return 0
 }
 
 // AuthorKeys returns the key resolver of proofs by an author (the rules of forAuthor: keys of

@@ -272,7 +272,8 @@ func (r *Receiver) applyEvent(ctx context.Context, ev event) (Applied, error) {
 		return res, invalidf("credential: %v", err)
 	}
 	core, _ := activity.ParseHashlink(content.CoreIndex) // AnchorContent parsed it
-	if err := r.keys.checkCredential(ctx, credential, link.Anchor, core.Anchor(), author); err != nil {
+	issued, err := r.keys.checkCredential(ctx, credential, link.Anchor, core.Anchor(), author)
+	if err != nil {
 		return res, err
 	}
 
@@ -315,7 +316,7 @@ func (r *Receiver) applyEvent(ctx context.Context, ev event) (Applied, error) {
 	stale := 0
 	got, err := r.observe(ctx, observer.ForeignAnchor{
 		AnchorString: anchor.String(), CoreIndexCID: anchor.CoreIndexURI, Origin: author, Hashlink: key,
-		Operations: batch.Operations,
+		IssuedAt: issued, Operations: batch.Operations,
 	}, func(ctx context.Context, tx store.Executor, seq int64, ops []sidetree.AnchoredOperation) ([]sidetree.AnchoredOperation, error) {
 		keep, n, err := r.previousAnchorRule(ctx, tx, seq, ops, previous, author)
 		if err != nil {

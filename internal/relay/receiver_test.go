@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
@@ -33,6 +34,7 @@ func TestFollowerObservesAnchors(t *testing.T) {
 	a, b := newDomain(t, n, "a", sqlite(t)), newDomain(t, n, "b", sqlite(t))
 	b.follow(a)
 	ctx := context.Background()
+	start := time.Now().Unix()
 	w := wallet.New(wallet.Config{})
 	x, createX, err := w.Create(wallet.AddServices(wallet.Service{ID: "s", Type: "T", Endpoint: "https://x.example"}))
 	require.NoError(t, err)
@@ -44,6 +46,7 @@ func TestFollowerObservesAnchors(t *testing.T) {
 	a.anchorOps(updateX)
 	creates := a.publishAll()
 	require.Len(t, creates, 2)
+	published := time.Now().Unix()
 
 	for _, c := range creates {
 		require.NoError(t, b.deliver(a, c, true))
@@ -66,6 +69,9 @@ func TestFollowerObservesAnchors(t *testing.T) {
 	require.Equal(t, store.AnchorBackendFederation, bRow.Backend)
 	require.Equal(t, a1.CoreIndexCID, bRow.CoreIndexCID)
 	require.Equal(t, a1.AnchorString, bRow.AnchorString)
+	// The second its credential was issued, which A's publisher wrote between the two.
+	require.GreaterOrEqual(t, bRow.IssuedAt, start)
+	require.LessOrEqual(t, bRow.IssuedAt, published)
 	_, err = b.st.CASGet(ctx, a1.CoreIndexCID)
 	require.NoError(t, err)
 

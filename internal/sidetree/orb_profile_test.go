@@ -218,6 +218,9 @@ func TestOrbIgnoresAnUpdateInItsCanonicalSecond(t *testing.T) {
 			rec = decoded
 		}
 		require.Equal(t, want, rec)
+		if !p.Orb {
+			require.Zero(t, want.State.CanonicalTime, "kept only where the rule needs it")
+		}
 		return serviceIDs(want.State)
 	}
 

@@ -91,8 +91,7 @@ func resolveHistory(p Profile, suffix string, ops []AnchoredOperation, parse fun
 		switch a.op.Type {
 		case OperationCreate:
 			if r == nil {
-				r = newResolution(*a)
-				r.orbTimes = p.Orb
+				r = newResolution(*a, p.Orb)
 			}
 		case OperationUpdate:
 			k := a.op.KeyCommitment()
@@ -127,15 +126,22 @@ type resolution struct {
 
 // newResolution starts from a create: the recovery commitment always; the update commitment and
 // the document only when the delta is present and matches deltaHash.
-func newResolution(a anchoredOp) *resolution {
+//
+// Under orbTimes the state keeps the create's anchor second (CanonicalTime); otherwise it keeps
+// none, and its stored record is not the larger for it.
+func newResolution(a anchoredOp, orbTimes bool) *resolution {
 	create := a.op
 	r := &resolution{
 		st: &State{
 			Suffix: create.Suffix, RecoveryCommitment: create.SuffixData.RecoveryCommitment, Published: true,
-			LastSequence: a.seq, CreateSequence: a.seq, CanonicalSequence: a.seq, CanonicalTime: a.time,
+			LastSequence: a.seq, CreateSequence: a.seq, CanonicalSequence: a.seq,
 			AnchorOrigin: create.AnchorOrigin, AnchoredBy: a.origin,
 		},
-		doc: newDocumentBuilder(Document{}),
+		doc:      newDocumentBuilder(Document{}),
+		orbTimes: orbTimes,
+	}
+	if orbTimes {
+		r.st.CanonicalTime = a.time
 	}
 	if create.Delta != nil && create.Delta.Hash() == create.SuffixData.DeltaHash {
 		r.st.UpdateCommitment = create.Delta.UpdateCommitment
@@ -217,7 +223,10 @@ func (r *resolution) apply(a *anchoredOp) bool {
 			return false
 		}
 		st.RecoveryCommitment, st.UpdateCommitment = next, ""
-		st.CanonicalSequence, st.CanonicalTime = seq, a.time
+		st.CanonicalSequence = seq
+		if r.orbTimes {
+			st.CanonicalTime = a.time
+		}
 		if op.AnchorOrigin != "" {
 			st.AnchorOrigin = op.AnchorOrigin
 		}

@@ -33,7 +33,8 @@ type State struct {
 	// deactivate does not move.
 	CanonicalSequence uint64
 	// CanonicalTime is the whole second (Unix time) in which the anchor of CanonicalSequence was
-	// issued (AnchoredOperation.Time); 0 when not known.
+	// issued (AnchoredOperation.Time), under the did:orb profile, whose rule on updates needs
+	// it; 0 under the others, and where it is not known.
 	CanonicalTime int64
 
 	// Commitments consumed so far. Resolution refuses an operation that installs one of them
@@ -183,7 +184,7 @@ func (s *State) markUsed(recovery bool, commitment string) {
 // applyCreate gives the state of a create: the recovery commitment always; the update
 // commitment and the document only when the delta is present and matches deltaHash.
 func applyCreate(op *Operation, seq uint64) *State {
-	r := newResolution(anchoredOp{seq: seq, op: op})
+	r := newResolution(anchoredOp{seq: seq, op: op}, false)
 	r.st.Document = r.doc.document()
 	return r.st
 }

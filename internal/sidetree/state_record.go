@@ -131,7 +131,7 @@ func (r *StateRecord) Next(p Profile, suffix string, op AnchoredOperation) (*Sta
 		st.Document = res.doc.document()
 	case OperationRecover:
 		opened := st.RecoveryCommitment
-		res := &resolution{st: &st}
+		res := &resolution{st: &st, orbTimes: p.Orb}
 		if !res.apply(a) {
 			next.unappliedRecovery = with(next.unappliedRecovery, parsed.KeyCommitment())
 			break

@@ -77,7 +77,7 @@ func (w *Witnessing) Anchor(ctx context.Context, tx store.Executor, req anchor.R
 	}
 	a, err := tx.AnchorInsert(ctx, store.AnchorInsertParams{
 		AnchorString: req.AnchorString, CoreIndexCID: req.CoreIndexCID, OpCount: req.OpCount,
-		Backend: w.Name(), Status: store.AnchorPending, Record: body,
+		Backend: w.Name(), Status: store.AnchorPending, Record: body, IssuedAt: rec.IssuedAt(),
 	})
 	if err != nil {
 		return store.Anchor{}, err

@@ -198,4 +198,5 @@ func TestAnchorCredentialIssuedAtTheAnchorTime(t *testing.T) {
 	cred, err := vc.ParseCredential(wa.Credential)
 	require.NoError(t, err)
 	require.True(t, rec.Time.Equal(cred.IssuanceDate()), "issued %s", cred.IssuanceDate())
+	require.Equal(t, cred.IssuanceDate().Unix(), a.IssuedAt, "the anchor keeps its credential's second")
 }
