@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -191,15 +192,22 @@ func TestForeignUpdateInItsCreatesSecondDoesNotApply(t *testing.T) {
 		for _, tc := range []struct {
 			suffix   string
 			services []string
+			updated  time.Time
 		}{
-			{same.Suffix, []string{"home"}},
-			{later.Suffix, []string{"home", "more"}},
+			{same.Suffix, []string{"home"}, time.Time{}},
+			{later.Suffix, []string{"home", "more"}, time.Unix(t0+1, 0).UTC()},
 		} {
 			stored, err := r.State(ctx, tc.suffix)
 			require.NoError(t, err)
 			require.NotNil(t, stored)
 			require.Equal(t, tc.services, serviceIDs(stored))
 			require.Equal(t, t0, stored.CanonicalTime)
+			// The metadata's times are the credentials' seconds, as Orb's are, not when the
+			// anchors arrived here.
+			meta, err := r.orbAnchors().metadata(ctx, stored)
+			require.NoError(t, err)
+			require.Equal(t, time.Unix(t0, 0).UTC(), meta.Created)
+			require.Equal(t, tc.updated, meta.Updated)
 
 			rows, err := historyOf(ctx, st, tc.suffix)
 			require.NoError(t, err)

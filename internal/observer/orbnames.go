@@ -90,7 +90,7 @@ func (r *Resolver) isAncestor(ctx context.Context, anchors *anchorCache, suffix,
 
 // orbAnchors is an anchorCache for one did:orb resolution.
 func (r *Resolver) orbAnchors() *anchorCache {
-	return &anchorCache{st: r.st, seen: map[int64]store.Anchor{}}
+	return &anchorCache{st: r.st, seen: map[int64]store.Anchor{}, issued: r.profile.Orb}
 }
 
 // OrbInfo returns what Orb's DID discovery asks an anchor origin about a did:orb DID: the

@@ -211,7 +211,7 @@ func (r *Resolver) orbLists(ctx context.Context, cfg *OrbOperations, st *sidetre
 		if err != nil {
 			return err
 		}
-		at := uint64(max(transactionTime(a), 0))
+		at := uint64(max(anchors.time(a).Unix(), 0))
 		ref := sidetree.OrbAnchorHash(a.Hashlink)
 		if ref == "" {
 			unpub = append(unpub, sidetree.OrbUnpublishedOperation{

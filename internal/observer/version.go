@@ -36,7 +36,7 @@ func (r *Resolver) ResolveVersion(ctx context.Context, did, versionID string, ve
 	if err != nil {
 		return nil, 0, err
 	}
-	anchors := anchorCache{st: r.st, seen: map[int64]store.Anchor{}}
+	anchors := anchorCache{st: r.st, seen: map[int64]store.Anchor{}, issued: r.profile.Orb}
 	if versionID == "" && versionTime.IsZero() {
 		if d.IsOrb() && r.orbLatest(d.Suffix) {
 			return r.resolveLatest(ctx, d, nil, &anchors, nil, nil)
@@ -77,7 +77,7 @@ func (r *Resolver) ResolveVersion(ctx context.Context, did, versionID string, ve
 			}
 			continue
 		}
-		if anchorTime(a).Truncate(time.Second).After(versionTime) {
+		if anchors.time(a).Truncate(time.Second).After(versionTime) {
 			break
 		}
 		cut = i + 1
@@ -119,7 +119,7 @@ func (r *Resolver) next(ctx context.Context, anchors *anchorCache, suffix string
 		if err != nil {
 			return err
 		}
-		meta.NextVersionID, meta.NextUpdate = a.CoreIndexCID, anchorTime(a)
+		meta.NextVersionID, meta.NextUpdate = a.CoreIndexCID, anchors.time(a)
 		if ref := sidetree.OrbAnchorHash(a.Hashlink); r.profile.Orb && ref != "" {
 			meta.NextVersionID = ref
 		}
@@ -148,20 +148,23 @@ func anchorTime(a store.Anchor) time.Time {
 	return a.CreatedAt
 }
 
-// transactionTime is Orb's transaction time of an anchor's operations, in Unix seconds: the
-// second its credential was issued where that is recorded (a domain that applies the listed
-// operations orders a DID's updates by it), else anchorTime's.
-func transactionTime(a store.Anchor) int64 {
-	if a.IssuedAt > 0 {
-		return a.IssuedAt
-	}
-	return anchorTime(a).Unix()
-}
-
 // anchorCache reads each anchor of one resolution once.
 type anchorCache struct {
 	st   store.Executor
 	seen map[int64]store.Anchor
+	// issued: the did:orb profile, where an anchor's time is the second its credential was
+	// issued, Orb's transaction time, wherever that is recorded: the metadata's times and a
+	// versionTime compare with it, as at Orb, not with when the anchor completed here (a
+	// witnessed anchor completes once its proofs are in, another domain's when it arrives).
+	issued bool
+}
+
+// time is an anchor's time in the metadata (see issued).
+func (c *anchorCache) time(a store.Anchor) time.Time {
+	if c.issued && a.IssuedAt > 0 {
+		return time.Unix(a.IssuedAt, 0).UTC()
+	}
+	return anchorTime(a)
 }
 
 func (c *anchorCache) get(ctx context.Context, seq int64) (store.Anchor, error) {
@@ -191,9 +194,9 @@ func (c *anchorCache) metadata(ctx context.Context, st *sidetree.State) (sidetre
 	if err != nil {
 		return m, err
 	}
-	m.Created, m.VersionID = anchorTime(created), last.CoreIndexCID
+	m.Created, m.VersionID = c.time(created), last.CoreIndexCID
 	if st.LastSequence != st.CreateSequence {
-		m.Updated = anchorTime(last)
+		m.Updated = c.time(last)
 	}
 	return m, nil
 }
