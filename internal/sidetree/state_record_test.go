@@ -298,6 +298,14 @@ func FuzzDecodeStateRecord(f *testing.F) {
 	f.Add(sidetree.ResolveRecord(p, id.Suffix, history(create, upd)).AppendBinary(nil))
 	f.Add(sidetree.ResolveRecord(p, id.Suffix, history(upd)).AppendBinary(nil))
 	f.Add([]byte{1, 0, 0, 0, 0})
+	// A did:orb record, which keeps its canonical second (version 2).
+	orb := wallet.New(wallet.Config{AnchorOrigin: "https://a.example"})
+	oid, ocreate, err := orb.Create()
+	require.NoError(f, err)
+	withTime := sidetree.ResolveRecord(sidetree.OrbProfile("https:a.example"), oid.Suffix,
+		[]sidetree.AnchoredOperation{{Sequence: 3, Request: ocreate, Time: 1_800_000_000}}).AppendBinary(nil)
+	require.Equal(f, byte(2), withTime[0])
+	f.Add(withTime)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rec, err := sidetree.DecodeStateRecord("EiSuffix", b)
 		if err != nil {
