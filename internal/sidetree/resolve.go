@@ -23,9 +23,9 @@ type AnchoredOperation struct {
 	// (its actor IRI); "" for an anchor of this domain.
 	Origin string
 	// Time is the whole second (Unix time) in which the operation's anchor was issued: the
-	// anchor credential's issuanceDate, Orb's transaction time. 0 when it is not known (an
-	// anchor recorded before the index kept it); the did:orb profile's rule on it (see
-	// resolution.apply) then does not apply.
+	// anchor credential's issuanceDate, Orb's transaction time. 0 (or any time not after 1970)
+	// when it is not known (an anchor recorded before the index kept it); the did:orb profile's
+	// rule on it (see resolution.apply) then does not apply.
 	Time int64
 	// Parsed, when set, is Request already parsed (by ParseOperation at intake, whose result
 	// for an operation it accepts is what the anchored parse of its Request gives): resolution
@@ -77,7 +77,7 @@ func resolveHistory(p Profile, suffix string, ops []AnchoredOperation, parse fun
 		if op.Suffix != suffix {
 			continue
 		}
-		parsed = append(parsed, anchoredOp{seq: ops[i].Sequence, pos: ops[i].Position, time: ops[i].Time, op: op, origin: ops[i].Origin})
+		parsed = append(parsed, anchoredOp{seq: ops[i].Sequence, pos: ops[i].Position, time: max(ops[i].Time, 0), op: op, origin: ops[i].Origin})
 	}
 	slices.SortStableFunc(parsed, func(a, b anchoredOp) int {
 		return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.pos, b.pos))

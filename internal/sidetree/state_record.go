@@ -113,7 +113,7 @@ func (r *StateRecord) Next(p Profile, suffix string, op AnchoredOperation) (*Sta
 	st := *r.State
 	st.Operations++
 	next.State = &st
-	a := &anchoredOp{seq: op.Sequence, pos: op.Position, time: op.Time, op: parsed, origin: op.Origin}
+	a := &anchoredOp{seq: op.Sequence, pos: op.Position, time: max(op.Time, 0), op: parsed, origin: op.Origin}
 	switch parsed.Type {
 	case OperationCreate:
 		// Only the first create applies.

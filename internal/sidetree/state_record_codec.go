@@ -91,7 +91,7 @@ func (r *StateRecord) AppendBinary(b []byte) []byte {
 		}
 	}
 	version := byte(stateRecordVersion)
-	if st != nil && st.CanonicalTime != 0 {
+	if st != nil && st.CanonicalTime > 0 {
 		version = stateRecordVersionTime
 	}
 	b = append(b, version, flags)

@@ -145,10 +145,11 @@ func (g *historyGen) history(n int) []sidetree.AnchoredOperation {
 }
 
 // anchorTime is the second in which anchor seq of a generated history was issued: anchors two
-// apart share a second, as Orb's can, and every seventh anchor's time is not known.
+// apart share a second, as Orb's can, and every seventh anchor's time is not known (some of
+// them before 1970, which counts as not known).
 func anchorTime(seq uint64) int64 {
 	if seq%7 == 0 {
-		return 0
+		return -int64(seq % 2)
 	}
 	return 1_800_000_000 + int64(seq/2)
 }
