@@ -199,7 +199,7 @@ func TestResolveFromOrigin(t *testing.T) {
 	createRows, err := historyOf(ctx, st, f.id.Suffix)
 	require.NoError(t, err)
 	// The origin lists the create at the second its anchor was issued, and the update later:
-	// one in the create's second would not apply (TestOrbIgnoresAnUpdateInItsCanonicalSecond).
+	// one in the create's second would not apply (TestOrbRulesOnAnchorTimes).
 	issued := createRows[0].AnchorIssuedAt
 	require.Positive(t, issued)
 	created := OriginOperation{Type: sidetree.OperationCreate, Request: createRows[0].Request, Time: time.Unix(issued, 0), Ref: f.h1, Hashlink: f.hl1}

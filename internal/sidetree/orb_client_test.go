@@ -189,11 +189,19 @@ func (c *orbClient) update(d *orbDID, signed map[string]any, patches ...any) []b
 }
 
 func (c *orbClient) recover(d *orbDID, patches ...any) []byte {
+	return c.recoverSigned(d, nil, patches...)
+}
+
+// recoverSigned is recover with more members in the signed data (anchorFrom, anchorUntil).
+func (c *orbClient) recoverSigned(d *orbDID, signed map[string]any, patches ...any) []byte {
 	nextUpdate, nextRecovery := c.newKey(), c.newKey()
 	delta := c.delta(patches, nextUpdate)
 	model := map[string]any{
 		"deltaHash": c.multihash(c.canonical(delta)), "recoveryKey": d.recovery.jwk(),
 		"recoveryCommitment": c.commitment(nextRecovery), "anchorOrigin": c.origin,
+	}
+	for k, v := range signed {
+		model[k] = v
 	}
 	body, err := json.Marshal(map[string]any{
 		"type": "recover", "didSuffix": d.suffix, "revealValue": c.revealValue(d.recovery),
@@ -205,7 +213,15 @@ func (c *orbClient) recover(d *orbDID, patches ...any) []byte {
 }
 
 func (c *orbClient) deactivate(d *orbDID) []byte {
+	return c.deactivateSigned(d, nil)
+}
+
+// deactivateSigned is deactivate with more members in the signed data (anchorFrom, anchorUntil).
+func (c *orbClient) deactivateSigned(d *orbDID, signed map[string]any) []byte {
 	model := map[string]any{"didSuffix": d.suffix, "recoveryKey": d.recovery.jwk()}
+	for k, v := range signed {
+		model[k] = v
+	}
 	body, err := json.Marshal(map[string]any{
 		"type": "deactivate", "didSuffix": d.suffix, "revealValue": c.revealValue(d.recovery),
 		"signedData": c.signModel(d.recovery, model),

@@ -181,13 +181,15 @@ func TestOrbProfileRejects(t *testing.T) {
 	}
 }
 
-// TestOrbIgnoresAnUpdateInItsCanonicalSecond: under the did:orb profile an update anchored in the
-// same whole second as the DID's create, or its last recover, does not apply, as Orb's operation
-// processor ignores it; an update in a later second does, and so do two updates in one second.
-// Where a time is not known, and under the reference implementation's rules, nothing changes.
-// Every way of computing the state agrees: Resolve, ResolveRecord, Next one operation at a time,
-// and the record's binary form.
-func TestOrbIgnoresAnUpdateInItsCanonicalSecond(t *testing.T) {
+// TestOrbRulesOnAnchorTimes: under the did:orb profile resolution reads each operation's anchor
+// second as Orb does. An update anchored in the same whole second as the DID's create, or its
+// last recover, does not apply, as Orb's operation processor ignores it; an update in a later
+// second does, and so do two updates in one second. An operation anchored outside its signed
+// window (anchorFrom, anchorUntil) is treated as Orb's operation applier treats it. Where a time
+// is not known, and under the reference implementation's rules, nothing changes. Every way of
+// computing the state agrees: Resolve, ResolveRecord, Next one operation at a time, and the
+// record's binary form.
+func TestOrbRulesOnAnchorTimes(t *testing.T) {
 	t.Parallel()
 	p := sidetree.OrbProfile("https:anchord.example.com")
 	c := &orbClient{t: t, curve: "Ed25519", origin: orbOrigin}
@@ -252,6 +254,42 @@ func TestOrbIgnoresAnUpdateInItsCanonicalSecond(t *testing.T) {
 		d2, create2 := c.create(orbService("a"))
 		rec2 := c.recover(d2, orbService("r"))
 		require.Equal(t, []string{"r"}, resolve(t, p, d2.suffix, anchored{create2, t0}, anchored{rec2, t0}))
+	})
+	t.Run("outside the signed window", func(t *testing.T) {
+		t.Parallel()
+		window := map[string]any{"anchorFrom": t0 + 10, "anchorUntil": t0 + 20}
+		// An update anchored outside its window moves the update commitment and leaves the
+		// document: the next update, signed with the key it committed to, applies.
+		d, create := c.create(orbService("a"))
+		early := c.update(d, window, orbService("b"))
+		next := c.update(d, nil, orbService("c"))
+		require.Equal(t, []string{"a", "c"}, resolve(t, p, d.suffix, anchored{create, t0}, anchored{early, t0 + 5}, anchored{next, t0 + 30}))
+		require.Equal(t, []string{"a", "b", "c"}, resolve(t, p, d.suffix, anchored{create, t0}, anchored{early, t0 + 10}, anchored{next, t0 + 30}), "from is in the window")
+		require.Equal(t, []string{"a", "b", "c"}, resolve(t, p, d.suffix, anchored{create, t0}, anchored{early, t0 + 20}, anchored{next, t0 + 30}), "and so is until")
+		require.Equal(t, []string{"a", "c"}, resolve(t, p, d.suffix, anchored{create, t0}, anchored{early, t0 + 21}, anchored{next, t0 + 30}))
+		require.Equal(t, []string{"a", "b", "c"}, resolve(t, p, d.suffix, anchored{create, t0}, anchored{early, 0}, anchored{next, t0 + 30}), "its second not known")
+
+		// anchorFrom alone: valid for OrbAnchorWindow seconds.
+		d, create = c.create(orbService("a"))
+		late := c.update(d, map[string]any{"anchorFrom": t0 + 10}, orbService("b"))
+		require.Equal(t, []string{"a", "b"}, resolve(t, p, d.suffix, anchored{create, t0}, anchored{late, t0 + 10 + sidetree.OrbAnchorWindow}))
+		require.Equal(t, []string{"a"}, resolve(t, p, d.suffix, anchored{create, t0}, anchored{late, t0 + 11 + sidetree.OrbAnchorWindow}))
+
+		// A recover outside its window moves both commitments and leaves an empty document.
+		d, create = c.create(orbService("a"))
+		rec := c.recoverSigned(d, window, orbService("r"))
+		after := c.update(d, nil, orbService("c"))
+		require.Nil(t, resolve(t, p, d.suffix, anchored{create, t0}, anchored{rec, t0 + 30}))
+		require.Equal(t, []string{"c"}, resolve(t, p, d.suffix, anchored{create, t0}, anchored{rec, t0 + 30}, anchored{after, t0 + 31}))
+		require.Equal(t, []string{"r", "c"}, resolve(t, p, d.suffix, anchored{create, t0}, anchored{rec, t0 + 15}, anchored{after, t0 + 31}))
+
+		// A deactivate outside its window does not apply.
+		d, create = c.create(orbService("a"))
+		deactivate := c.deactivateSigned(d, window)
+		ops := []sidetree.AnchoredOperation{{Sequence: 1, Request: create, Time: t0}, {Sequence: 2, Request: deactivate, Time: t0 + 30}}
+		require.False(t, sidetree.Resolve(p, d.suffix, ops).Deactivated)
+		ops[1].Time = t0 + 15
+		require.True(t, sidetree.Resolve(p, d.suffix, ops).Deactivated)
 	})
 	t.Run("the reference implementation's rules", func(t *testing.T) {
 		t.Parallel()

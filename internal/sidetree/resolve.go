@@ -177,6 +177,24 @@ func (r *resolution) chain(byCommitment map[string][]*anchoredOp, recovery bool)
 	}
 }
 
+// inWindow reports whether a was anchored within its signed window (anchorFrom, anchorUntil)
+// under orbTimes, as Orb's operation applier checks it against the anchor's second: from ≤ t ≤
+// until, an anchorFrom alone valid for OrbAnchorWindow seconds. An operation without a window,
+// one whose second is not known, and every one under the other profiles pass. Outside its
+// window an update still moves the update commitment and leaves the document as it was, a
+// recover still moves both commitments and leaves an empty document, and a deactivate does not
+// apply: what Orb's applier does with each.
+func (r *resolution) inWindow(a *anchoredOp) bool {
+	from, until := a.op.AnchorFrom, a.op.AnchorUntil
+	if !r.orbTimes || a.time == 0 || (from == 0 && until == 0) {
+		return true
+	}
+	if from != 0 && until == 0 {
+		until = from + OrbAnchorWindow
+	}
+	return from <= a.time && a.time <= until
+}
+
 // apply applies op if it applies to the current state, and reports whether it did. It follows
 // OperationProcessor: the revealed key must open the expected commitment, the signature must
 // verify, an update's delta must match its deltaHash; and, as isCommitValueReused, the
@@ -213,7 +231,9 @@ func (r *resolution) apply(a *anchoredOp) bool {
 			return false
 		}
 		st.UpdateCommitment = next
-		r.doc.apply(op.Delta.Patches)
+		if r.inWindow(a) {
+			r.doc.apply(op.Delta.Patches)
+		}
 	case OperationRecover:
 		next := op.NextRecoveryCommitment
 		if opens != st.RecoveryCommitment || next == st.RecoveryCommitment || has(st.usedRecovery, next) {
@@ -233,11 +253,13 @@ func (r *resolution) apply(a *anchoredOp) bool {
 		r.doc = newDocumentBuilder(Document{})
 		if op.Delta != nil && op.Delta.Hash() == op.DeltaHash {
 			st.UpdateCommitment = op.Delta.UpdateCommitment
-			r.doc.apply(op.Delta.Patches)
+			if r.inWindow(a) {
+				r.doc.apply(op.Delta.Patches)
+			}
 		}
 	case OperationDeactivate:
 		// The document stays as it was; a deactivated DID renders without it.
-		if opens != st.RecoveryCommitment || op.verifySignature() != nil {
+		if opens != st.RecoveryCommitment || op.verifySignature() != nil || !r.inWindow(a) {
 			return false
 		}
 		st.RecoveryCommitment, st.UpdateCommitment = "", ""

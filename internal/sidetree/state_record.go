@@ -150,7 +150,7 @@ func (r *StateRecord) Next(p Profile, suffix string, op AnchoredOperation) (*Sta
 		st.usedUpdate = nil
 	case OperationDeactivate:
 		// Resolution marks no commitment used by a deactivate: it is the last operation.
-		res := &resolution{st: &st}
+		res := &resolution{st: &st, orbTimes: p.Orb}
 		if !res.apply(a) {
 			next.unappliedRecovery = with(next.unappliedRecovery, parsed.KeyCommitment())
 			break

@@ -66,7 +66,7 @@ const (
 		(anchor_string, core_index_cid, op_count, backend, status, record, signature, completed_at,
 		observed_at, origin, hashlink, issued_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $5 = 'completed' THEN now() END,
-		CASE WHEN $8 THEN now() END, NULLIF($9, ''), NULLIF($10, ''), NULLIF($11, 0))
+		CASE WHEN $8 THEN now() END, NULLIF($9, ''), NULLIF($10, ''), NULLIF($11::bigint, 0))
 		RETURNING ` + qAnchorColumns
 	qAnchorGet        = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq = $1`
 	qAnchorList       = `SELECT ` + qAnchorColumns + ` FROM anchors WHERE seq > $1 ORDER BY seq LIMIT $2`

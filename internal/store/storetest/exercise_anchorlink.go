@@ -138,6 +138,11 @@ func exerciseAnchorLinks(t *testing.T, setup setupFunc) {
 		require.Equal(t, issued, f.IssuedAt)
 		local := localAnchor(t, s, store.AnchorCompleted)
 		require.Zero(t, local.IssuedAt, "none recorded")
+		// A second past 2038, which 32 bits do not hold (another domain may claim any).
+		far, err := s.AnchorInsert(ctx, store.AnchorInsertParams{AnchorString: "1.far", CoreIndexCID: randomName("QmFar"), OpCount: 1,
+			Backend: "local", Status: store.AnchorCompleted, IssuedAt: 4_000_000_000})
+		require.NoError(t, err)
+		require.Equal(t, int64(4_000_000_000), far.IssuedAt)
 		got, err := s.AnchorGet(ctx, f.Seq)
 		require.NoError(t, err)
 		require.Equal(t, issued, got.IssuedAt)
